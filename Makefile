@@ -1,0 +1,48 @@
+# Cluster Twin — the two commands a newcomer needs are `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: install migrate seed run worker test lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the project with its dev tools
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+seed: migrate  ## load the hardware catalog and the demo team, user and designs
+	$(BIN)/python manage.py catalog import
+	$(BIN)/python manage.py demo_seed
+
+run: seed  ## serve HTTP + WebSocket on $(HOST):$(PORT) (embedded worker unless REDIS_URL is set)
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+
+worker: install  ## a separate Celery worker (Redis mode)
+	$(BIN)/celery -A twin worker --loglevel INFO --concurrency 2
+
+test: install  ## run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: install  ## print the performance figures (see bench/README.md)
+	for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3* var/staticfiles .pytest_cache

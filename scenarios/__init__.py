@@ -1,0 +1,1 @@
+"""What-if scenarios and simulation runs (Django app). ``scenarios.sim`` is the pure core."""

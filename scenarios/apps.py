@@ -1,0 +1,10 @@
+"""App config for scenarios and runs."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ScenariosConfig(AppConfig):
+    name = "scenarios"
+    verbose_name = "Scenarios and runs"

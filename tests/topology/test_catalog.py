@@ -1,0 +1,110 @@
+"""The hardware catalog: the pure loader, the database import/export round trip, clear errors."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import fields
+
+import pytest
+import yaml
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from topology.fabric.specs import (
+    DEFAULT_CATALOG_PATH,
+    CatalogError,
+    catalog_from_dict,
+    load_catalog,
+)
+from topology.models import GpuType, ServerType
+from topology.selectors import catalog_load
+from topology.services import catalog_export, catalog_import
+
+STABLE_SLUGS = {
+    "gpus": {"a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200", "gb200", "mi300x"},
+    "servers": {"dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform"},
+    "switches": {"quantum-qm8700", "quantum-2-qm9700", "spectrum-4-sn5600", "nvlink-switch"},
+}
+
+
+def seed_document():
+    with open(DEFAULT_CATALOG_PATH, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_seed_catalog_has_the_stable_slugs(catalog):
+    for kind, slugs in STABLE_SLUGS.items():
+        assert slugs <= set(getattr(catalog, kind))
+
+
+def test_seed_catalog_cites_a_source_for_every_number(catalog):
+    for kind in ("gpus", "servers", "switches", "links", "feeds"):
+        for spec in getattr(catalog, kind).values():
+            numbers = [f.name for f in fields(spec) if f.type in ("float", "int")]
+            uncited = [name for name in numbers if not spec.sources.get(name)]
+            assert not uncited, f"{kind}[{spec.slug}] has no source for {uncited}"
+
+
+def test_seed_catalog_figures_match_datasheets(catalog):
+    assert catalog.gpu("h100-sxm").peak_tflops("bf16") == 989.0
+    assert catalog.gpu("a100-sxm-80gb").peak_tflops("fp16") == 312.0
+    assert catalog.server("dgx-a100").nic_gbps == 200.0
+    assert catalog.server("dgx-h100").nic_gbps == 400.0
+    assert catalog.server("gb200-nvl72").scaleup_domain_gpus == 72
+    assert catalog.switch("quantum-qm8700").radix == 40
+    assert catalog.server_power_w("dgx-h100") == pytest.approx(10_200)
+
+
+def test_feed_capacity_uses_three_phase_power_and_derating(catalog):
+    feed = catalog.feed("415v-63a-3ph")
+    assert feed.capacity_kw == pytest.approx(415 * 63 * 3**0.5 * 0.95 * 0.8 / 1000)
+
+
+def test_catalog_unknown_slug_names_the_slug_and_the_known_ones(catalog):
+    with pytest.raises(CatalogError, match=r"server: unknown slug 'dgx-z9'.*dgx-a100"):
+        catalog.server("dgx-z9")
+
+
+def test_catalog_precision_without_tensor_cores_is_an_error(catalog):
+    with pytest.raises(CatalogError, match="precision: a100-sxm-80gb has no fp8"):
+        catalog.gpu("a100-sxm-80gb").peak_tflops("fp8")
+
+
+def test_catalog_loader_rejects_a_missing_field():
+    doc = seed_document()
+    del doc["gpus"][0]["tdp_w"]
+    with pytest.raises(CatalogError, match=r"gpus\[a100-sxm-80gb\]\.tdp_w: required"):
+        catalog_from_dict(doc)
+
+
+def test_catalog_import_export_round_trip(catalog_db, tmp_path):
+    exported = catalog_export()
+    assert catalog_from_dict(exported) == load_catalog()
+    path = tmp_path / "catalog.yaml"
+    call_command("catalog", "export", str(path))
+    GpuType.objects.filter(slug="h100-sxm").update(tdp_w=1.0)
+    call_command("catalog", "import", str(path))
+    assert GpuType.objects.get(slug="h100-sxm").tdp_w == 700.0
+    assert catalog_load() == load_catalog()
+
+
+def test_catalog_import_bad_value_names_the_field_and_saves_nothing(catalog_db):
+    doc = copy.deepcopy(seed_document())
+    doc["gpus"][1]["tdp_w"] = 50.0  # below the idle draw
+    doc["servers"][0]["name"] = "renamed"
+    with pytest.raises(ValidationError, match=r"gpus\[h100-sxm\]: idle_w: must be below the TDP"):
+        catalog_import(data=doc)
+    assert GpuType.objects.get(slug="h100-sxm").tdp_w == 700.0
+    assert ServerType.objects.get(slug="dgx-a100").name != "renamed"
+
+
+def test_catalog_import_unknown_gpu_of_a_server_is_named(catalog_db):
+    doc = {"servers": [{**seed_document()["servers"][0], "slug": "x-1", "gpu": "nope"}]}
+    with pytest.raises(ValidationError, match=r"servers\[x-1\]\.gpu: unknown GPU slug 'nope'"):
+        catalog_import(data=doc)
+
+
+def test_catalog_command_reports_an_unreadable_file(db):
+    with pytest.raises(CommandError, match="file: cannot read /nonexistent.yaml"):
+        call_command("catalog", "import", "/nonexistent.yaml")

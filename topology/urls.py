@@ -1,0 +1,13 @@
+"""URLs of designs."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from topology import views
+
+app_name = "topology"
+urlpatterns = [
+    path("", views.design_list, name="design-list"),
+    path("<int:pk>/", views.design_detail, name="design-detail"),
+]

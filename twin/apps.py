@@ -1,0 +1,13 @@
+"""App config for the project glue (management commands, system checks)."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class TwinConfig(AppConfig):
+    name = "twin"
+    verbose_name = "Cluster Twin"
+
+    def ready(self) -> None:
+        from twin import checks  # noqa: F401  (registers the system checks)

@@ -1,0 +1,28 @@
+"""`manage.py serve`: HTTP + WebSocket on daphne, with the embedded worker when REDIS_URL is unset."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from twin.embedded import start_embedded_worker
+
+
+class Command(BaseCommand):
+    help = "Serve Cluster Twin (daphne); in embedded mode also run the Celery worker in-process."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+
+    def handle(self, *args, host: str, port: int, **options):
+        from daphne.cli import CommandLineInterface
+
+        if settings.EMBEDDED_MODE:
+            start_embedded_worker()
+            mode = "embedded mode: in-process worker, in-memory channel layer"
+        else:
+            mode = "Redis mode: start workers with `celery -A twin worker`"
+        self.stdout.write(f"Cluster Twin on http://{host}:{port}/  ({mode})", ending="\n")
+        self.stdout.flush()
+        CommandLineInterface().run(["-b", host, "-p", str(port), "twin.asgi:application"])
