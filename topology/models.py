@@ -213,7 +213,7 @@ class Design(models.Model):
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="designs"
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="designs"
     )
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="designs")
     generator = models.CharField(max_length=32, choices=Generator.choices, default=Generator.MANUAL)
@@ -387,6 +387,9 @@ class Switch(models.Model):
     tier = models.PositiveSmallIntegerField(choices=SwitchTier.choices)
     rack = models.ForeignKey(Rack, on_delete=models.CASCADE, related_name="switches")
     u_position = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    ports = models.PositiveIntegerField(
+        default=0, help_text="usable ports at the fabric's link speed (radix × breakout); 0 = radix"
+    )
     group = models.IntegerField(default=-1, help_text="scalable unit (leaf) or pod (spine)")
     rail = models.IntegerField(default=-1)
 
@@ -409,6 +412,11 @@ class Switch(models.Model):
                         f"(roles: {', '.join(self.switch_type.roles)})"
                     }
                 )
+        # Rule: breakout splits a port into at most port_gbps / 100 Gb/s lanes groups.
+        if self.switch_type_id and self.ports:
+            most = self.switch_type.radix * max(1, int(self.switch_type.port_gbps // 100))
+            if self.ports > most:
+                raise ValidationError({"ports": f"must be at most {most} for {self.switch_type}"})
         # Rule: a switch fits inside its rack's units.
         if self.rack_id and self.switch_type_id and self.u_position:
             top_u = self.u_position + self.switch_type.rack_units - 1

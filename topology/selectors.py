@@ -5,15 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
 
 from topology.choices import RackKind, SwitchTier
+from topology.fabric.plan import FabricError, FabricPlan
 from topology.fabric.specs import Catalog, catalog_from_dict
 from topology.models import (
     Design,
     GpuType,
+    Link,
     LinkType,
     Node,
+    PowerFeed,
     PowerFeedType,
     Rack,
     ServerType,
@@ -173,3 +178,133 @@ def design_counts(*, design: Design) -> dict[str, Any]:
         or 0,
         "switches": {t.label.lower(): switches.get(t.value, 0) for t in SwitchTier},
     }
+
+
+# --- Design -> FabricPlan (what the simulation compiles) --------------------------------------
+
+
+def _column(queryset, *names) -> list[np.ndarray]:
+    rows = list(queryset.values_list(*names))
+    if not rows:
+        return [np.zeros(0, dtype=np.int64) for _ in names]
+    return [np.asarray(col) for col in zip(*rows, strict=True)]
+
+
+def design_plan(*, design: Design, catalog: Catalog | None = None) -> FabricPlan:
+    """Rebuild the column-array ``FabricPlan`` of a saved design (the inverse of
+    ``services.design_create_from_plan``), so a design edited in the admin simulates as saved.
+
+    One query per table and numpy index remapping; no Python work per GPU or link.
+    """
+    catalog = catalog or catalog_load()
+    hall = design.halls.order_by("pk").first()
+    if hall is None:
+        raise FabricError(f"design {design.name!r}: has no hall")
+    rack_pk, rack_row, rack_col, rack_kind, rack_units, rack_budget = _column(
+        Rack.objects.filter(hall=hall).order_by("pk"),
+        "pk",
+        "row",
+        "column",
+        "kind",
+        "u_height",
+        "power_budget_kw",
+    )
+    rack_names = list(Rack.objects.filter(hall=hall).order_by("pk").values_list("name", flat=True))
+    nodes = Node.objects.filter(rack__hall=hall).order_by("pk")
+    server_slugs = set(nodes.values_list("server_type__slug", flat=True).distinct())
+    if len(server_slugs) != 1:
+        raise FabricError(f"design {design.name!r}: needs exactly one server type (has {len(server_slugs)})")
+    server = catalog.server(server_slugs.pop())
+    node_pk, node_rack, node_u = _column(nodes, "pk", "rack_id", "u_position")
+    switches = Switch.objects.filter(design=design).order_by("pk")
+    sw_pk, sw_type, sw_tier, sw_rack, sw_u, sw_group, sw_rail, sw_ports = _column(
+        switches, "pk", "switch_type__slug", "tier", "rack_id", "u_position", "group", "rail", "ports"
+    )
+    switch_slugs = sorted(set(sw_type.tolist()))
+    switch_specs = tuple(catalog.switch(s) for s in switch_slugs)
+    radix = np.array([s.radix for s in switch_specs], dtype=np.int64)
+    sw_type_idx = np.searchsorted(switch_slugs, sw_type) if sw_type.size else sw_type.astype(np.int64)
+    links = Link.objects.filter(design=design).order_by("pk")
+    lk_type, lk_tier, lk_gbps, lk_node, lk_nic, lk_lower, lk_upper = _column(
+        links.annotate(
+            node_pk=Coalesce("node_id", -1),
+            nic=Coalesce("nic_index", -1),
+            lower=Coalesce("lower_switch_id", -1),
+        ),
+        "link_type__slug",
+        "tier",
+        "gbps",
+        "node_pk",
+        "nic",
+        "lower",
+        "upper_switch_id",
+    )
+    link_slugs = sorted(set(lk_type.tolist()))
+    nics = server.nics_per_server
+    n_nic_ports = node_pk.size * nics
+    node_index = _index_of(node_pk)
+    switch_index = _index_of(sw_pk)
+    from_nic = lk_node >= 0
+    link_a = np.where(
+        from_nic,
+        node_index(np.where(from_nic, lk_node, node_pk[0] if node_pk.size else 0)) * nics + lk_nic,
+        n_nic_ports + switch_index(np.where(from_nic, sw_pk[0] if sw_pk.size else 0, lk_lower)),
+    )
+    feeds = PowerFeed.objects.filter(design=design).order_by("pk")
+    fd_pk, fd_type, fd_side = _column(feeds, "pk", "feed_type__slug", "side")
+    fd_panel = list(feeds.values_list("panel", flat=True))
+    feed_slugs = sorted(set(fd_type.tolist()))
+    pair_feed, pair_rack = _column(
+        PowerFeed.racks.through.objects.filter(powerfeed__design=design).order_by("pk"),
+        "powerfeed_id",
+        "rack_id",
+    )
+    rack_index = _index_of(rack_pk)
+    plan = FabricPlan(
+        generator=design.generator,
+        params=dict(design.parameters),
+        hall_rows=hall.rows,
+        hall_cols=hall.columns,
+        server=server,
+        gpu=catalog.gpu(server.gpu),
+        switch_types=switch_specs,
+        link_types=tuple(catalog.link(s) for s in link_slugs),
+        feed_types=tuple(catalog.feed(s) for s in feed_slugs),
+        rack_name=rack_names,
+        rack_row=rack_row.astype(np.int64),
+        rack_col=rack_col.astype(np.int64),
+        rack_kind=rack_kind.astype(np.int64),
+        rack_units=rack_units.astype(np.int64),
+        rack_budget_kw=rack_budget.astype(float),
+        node_rack=rack_index(node_rack),
+        node_u=node_u.astype(np.int64),
+        switch_type=sw_type_idx.astype(np.int64),
+        switch_tier=sw_tier.astype(np.int64),
+        switch_rack=rack_index(sw_rack),
+        switch_u=sw_u.astype(np.int64),
+        switch_group=sw_group.astype(np.int64),
+        switch_rail=sw_rail.astype(np.int64),
+        switch_ports=np.where(sw_ports > 0, sw_ports, radix[sw_type_idx] if sw_pk.size else 0).astype(
+            np.int64
+        ),
+        link_a=link_a.astype(np.int64),
+        link_b=(n_nic_ports + switch_index(lk_upper)).astype(np.int64),
+        link_type=(np.searchsorted(link_slugs, lk_type) if lk_type.size else lk_type).astype(np.int64),
+        link_gbps=lk_gbps.astype(float),
+        link_tier=lk_tier.astype(np.int64),
+        feed_type=(np.searchsorted(feed_slugs, fd_type) if fd_type.size else fd_type).astype(np.int64),
+        feed_side=fd_side.astype(np.int64),
+        feed_panel=fd_panel,
+        feed_rack_feed=_index_of(fd_pk)(pair_feed),
+        feed_rack_rack=rack_index(pair_rack),
+    )
+    return plan.validate()
+
+
+def _index_of(sorted_pks: np.ndarray):
+    """A function mapping primary keys to their positions in ``sorted_pks`` (ascending)."""
+
+    def index(pks: np.ndarray) -> np.ndarray:
+        return np.searchsorted(sorted_pks, np.asarray(pks)).astype(np.int64)
+
+    return index

@@ -12,7 +12,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F, Sum
+from django.db.models import Case, Count, F, Sum, When
 from django.utils.text import slugify
 
 from topology.choices import FeedSide, SwitchTier
@@ -231,8 +231,9 @@ def design_create_from_plan(*, plan, name: str, team: Team, user=None, descripti
                 u_position=int(u),
                 group=int(g),
                 rail=int(rl),
+                ports=int(ports),
             )
-            for i, (t, tier, r, u, g, rl) in enumerate(
+            for i, (t, tier, r, u, g, rl, ports) in enumerate(
                 zip(
                     plan.switch_type,
                     plan.switch_tier,
@@ -240,6 +241,7 @@ def design_create_from_plan(*, plan, name: str, team: Team, user=None, descripti
                     plan.switch_u,
                     plan.switch_group,
                     plan.switch_rail,
+                    plan.switch_ports,
                     strict=True,
                 )
             )
@@ -324,7 +326,7 @@ def _jsonable(value):
 def design_validate(*, design: Design) -> list[str]:
     """Rules across a design that no single row can check; returns one message per violation.
 
-    - a switch uses no more ports than its radix;
+    - a switch uses no more ports than it has at the fabric speed (radix × breakout);
     - each side of every rack's feeds carries the rack's budget, and no feed carries more than
       its derated capacity across the racks it serves.
     """
@@ -332,11 +334,14 @@ def design_validate(*, design: Design) -> list[str]:
     over_radix = (
         Switch.objects.filter(design=design)
         .annotate(down=Count("downlinks", distinct=True), up=Count("uplinks", distinct=True))
-        .annotate(ports=F("down") + F("up"))
-        .filter(ports__gt=F("switch_type__radix"))
-        .values_list("name", "ports", "switch_type__radix")
+        .annotate(in_use=F("down") + F("up"))
+        .filter(in_use__gt=Case(When(ports=0, then=F("switch_type__radix")), default=F("ports")))
+        .values_list("name", "in_use", "ports", "switch_type__radix")
     )
-    problems += [f"switch {n}: {p} ports in use exceed the radix of {r}" for n, p, r in over_radix]
+    problems += [
+        f"switch {name}: {in_use} ports in use exceed its {ports or radix} ports"
+        for name, in_use, ports, radix in over_radix
+    ]
     racks = Rack.objects.filter(hall__design=design).prefetch_related("feeds__feed_type")
     for rack in racks:
         capacity = {FeedSide.A: 0.0, FeedSide.B: 0.0}

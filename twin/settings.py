@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+import plotly
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TWIN_VAR_DIR", BASE_DIR / "var"))
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "channels",
     "twin",
     "topology",
@@ -107,7 +109,11 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js ships inside the plotly Python package: serve it from there (no CDN, no copy).
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/plotly", Path(plotly.__file__).resolve().parent / "package_data"),
+]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 # Serve static files straight from the apps and static/ (no collectstatic needed for `make run`).
 WHITENOISE_USE_FINDERS = True

@@ -106,5 +106,5 @@ def test_catalog_import_unknown_gpu_of_a_server_is_named(catalog_db):
 
 
 def test_catalog_command_reports_an_unreadable_file(db):
-    with pytest.raises(CommandError, match="file: cannot read /nonexistent.yaml"):
+    with pytest.raises(CommandError, match=r"file: cannot read /nonexistent\.yaml"):
         call_command("catalog", "import", "/nonexistent.yaml")

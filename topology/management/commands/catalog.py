@@ -35,7 +35,8 @@ class Command(BaseCommand):
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from exc
             created = sum(len(v) for v in report.created.values())
-            self.stdout.write(f"catalog: {created} created, {report.total - created} updated from {file}")
+            if options["verbosity"]:
+                self.stdout.write(f"catalog: {created} created, {report.total - created} updated from {file}")
             return
         text = yaml.safe_dump(catalog_export(), sort_keys=False, allow_unicode=True)
         if file == "-":

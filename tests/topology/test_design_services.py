@@ -1,0 +1,144 @@
+"""Saving a generated design, reading it back as a plan, whole-design rules and the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from topology.fabric.generators import generate
+from topology.models import Design, Gpu, Link, Node, PowerFeed, Rack, Switch
+from topology.selectors import catalog_load, design_counts, design_plan
+from topology.services import design_create_from_plan, design_validate
+
+
+@pytest.fixture
+def small_plan(catalog):
+    return generate("rail-optimized", catalog=catalog, server="dgx-h100", nodes=64, oversubscription=2.0)
+
+
+def test_design_save_creates_every_row(catalog_db, team, user, small_plan):
+    design = design_create_from_plan(plan=small_plan, name="h100-64", team=team, user=user)
+    summary = small_plan.summary()
+    assert Node.objects.filter(rack__hall__design=design).count() == summary["servers"] == 64
+    assert Gpu.objects.filter(node__rack__hall__design=design).count() == summary["gpus"] == 512
+    assert Rack.objects.filter(hall__design=design).count() == summary["racks"]
+    assert Switch.objects.filter(design=design).count() == sum(summary["switches"].values())
+    assert Link.objects.filter(design=design).count() == sum(summary["links"].values())
+    assert PowerFeed.objects.filter(design=design).count() == summary["feeds"]
+    assert design_counts(design=design)["gpus"] == 512
+    assert design.summary["bisection_gbps"] == summary["bisection_gbps"]
+
+
+def test_saved_design_passes_the_whole_design_rules(catalog_db, team, small_plan):
+    design = design_create_from_plan(plan=small_plan, name="ok", team=team)
+    assert design_validate(design=design) == []
+
+
+def test_whole_design_rules_catch_an_overloaded_rack(catalog_db, team, small_plan):
+    design = design_create_from_plan(plan=small_plan, name="hot", team=team)
+    rack = Rack.objects.filter(hall__design=design, kind=0).first()
+    Rack.objects.filter(pk=rack.pk).update(power_budget_kw=10_000)
+    problems = design_validate(design=design)
+    assert any(p.startswith(f"rack {rack.name}: side A feeds carry") for p in problems)
+
+
+def test_design_plan_round_trip_equals_the_generated_plan(catalog_db, team, small_plan):
+    design = design_create_from_plan(plan=small_plan, name="rt", team=team)
+    loaded = design_plan(design=design, catalog=catalog_load())
+    assert loaded.summary() == small_plan.summary()
+    for column in (
+        "node_rack",
+        "node_u",
+        "switch_tier",
+        "switch_rack",
+        "link_a",
+        "link_b",
+        "link_tier",
+        "feed_side",
+        "feed_rack_rack",
+        "rack_row",
+        "rack_col",
+    ):
+        np.testing.assert_array_equal(getattr(loaded, column), getattr(small_plan, column), err_msg=column)
+
+
+def test_design_plan_sees_an_edit_made_in_the_database(catalog_db, team, small_plan):
+    design = design_create_from_plan(plan=small_plan, name="edit", team=team)
+    Link.objects.filter(design=design, tier=1).update(gbps=200)
+    loaded = design_plan(design=design)
+    assert loaded.per_gpu_bisection_gbps() < small_plan.per_gpu_bisection_gbps()
+
+
+def test_design_name_is_unique_per_team(catalog_db, team, small_plan):
+    design_create_from_plan(plan=small_plan, name="dup", team=team)
+    with pytest.raises(ValidationError, match="already has a design named 'dup'"):
+        design_create_from_plan(plan=small_plan, name="dup", team=team)
+    assert Design.objects.filter(name="dup").count() == 1
+
+
+def test_design_generate_command_reports_json(catalog_db, capsys):
+    call_command("design", "generate", "rail-optimized", "--server", "dgx-h100", "--nodes", "2048", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["gpus"] == 16384 and report["servers"] == 2048
+    assert report["switches"] == {"leaf": 512, "spine": 512, "core": 256, "scaleup": 0}
+    assert report["links"] == {"server_leaf": 16384, "leaf_spine": 16384, "spine_core": 16384}
+    assert report["per_gpu_bisection_gbps"] == 400.0
+    assert report["feeds"] > 0 and report["it_power_kw"] > 20_000
+    assert not Design.objects.exists()
+
+
+def test_design_generate_command_saves_into_a_team(catalog_db, team, capsys):
+    call_command(
+        "design",
+        "generate",
+        "nvl72",
+        "--server",
+        "gb200-nvl72",
+        "--nodes",
+        "36",
+        "--save",
+        "nvl",
+        "--team",
+        team.name,
+    )
+    assert "saved as design" in capsys.readouterr().out
+    design = Design.objects.get(name="nvl", team=team)
+    assert design_counts(design=design)["gpus"] == 144
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "0"], "nodes"),
+        (["--nodes", "64", "--oversubscription", "0.5"], "oversubscription"),
+        (["--nodes", "64", "--server", "nope"], "unknown slug 'nope'"),
+    ],
+)
+def test_design_generate_command_rejects_bad_parameters(catalog_db, args, message):
+    argv = ["design", "generate", "rail-optimized", "--server", "dgx-h100", *args]
+    if "--server" in args[2:]:
+        argv = ["design", "generate", "rail-optimized", *args]
+    with pytest.raises(CommandError, match=message):
+        call_command(*argv)
+
+
+def test_design_generate_unknown_team_is_an_error(catalog_db):
+    with pytest.raises(CommandError, match="team: no team named 'Nobody'"):
+        call_command(
+            "design",
+            "generate",
+            "fat-tree",
+            "--server",
+            "dgx-a100",
+            "--nodes",
+            "8",
+            "--save",
+            "x",
+            "--team",
+            "Nobody",
+        )
