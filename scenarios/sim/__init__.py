@@ -1,0 +1,49 @@
+"""Pure simulation core of Cluster Twin (numpy/scipy/networkx/yaml + topology.fabric only).
+
+Public API::
+
+    from scenarios.sim import load_scenario, predict, search_layouts
+    result = predict(load_scenario("job.yaml"), catalog=load_catalog())
+"""
+
+from __future__ import annotations
+
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
+from scenarios.sim.scenario import (
+    ClusterSpec,
+    JobSpec,
+    ModelSpec,
+    MoeSpec,
+    ParallelSpec,
+    Scenario,
+    ScenarioError,
+    WhatIf,
+    check_scenario,
+    load_scenario,
+    load_scenarios,
+    parse_scenario,
+)
+from scenarios.sim.search import SearchResult, search_layouts
+from scenarios.sim.step_time import build_fabric, predict
+
+__all__ = [
+    "BREAKDOWN_KEYS",
+    "MEMORY_KEYS",
+    "ClusterSpec",
+    "JobSpec",
+    "ModelSpec",
+    "MoeSpec",
+    "ParallelSpec",
+    "Scenario",
+    "ScenarioError",
+    "SearchResult",
+    "StepResult",
+    "WhatIf",
+    "build_fabric",
+    "check_scenario",
+    "load_scenario",
+    "load_scenarios",
+    "parse_scenario",
+    "predict",
+    "search_layouts",
+]

@@ -1,0 +1,226 @@
+"""Compute-time model: how long a GPU takes for one layer of one microbatch.
+
+Each GEMM of the layer (with the per-GPU shape after tensor / context / expert parallelism) runs
+at ``peak * gemm_max * g(M) * g(N) * g(K)`` with ``g(x) = x / (x + gemm_half_dim)`` (small
+dimensions waste tensor-core tiles and waves), but never faster than its operands can be read
+from HBM (roofline, Williams et al., CACM 2009). Element-wise work (layer norms, bias-dropout-
+add, activation functions, softmax of non-flash attention) is memory-bound: its bytes over the
+achievable HBM bandwidth ``hbm_tbps * hbm_fraction``. The three constants per GPU type live in
+the catalog's ``efficiency`` mapping (see ``docs/step-time-model.md`` for their fit).
+
+All functions broadcast over candidate arrays (micro-batch, tp, cp, ep, recompute mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from scenarios.sim.scenario import ModelSpec
+
+__all__ = ["EfficiencyParams", "LayerTimes", "layer_times", "optimizer_time_s"]
+
+#: Bytes per activation element moved by kernels (bf16/fp16; fp8 GEMM outputs are bf16 too).
+ACTIVATION_BYTES = 2.0
+
+#: Element-wise HBM traffic of one layer's forward, bytes per element of the ``h``-wide
+#: activations: 2 layer norms (read + write, 4 B each) and 2 fused bias-dropout-add (read two
+#: inputs, write the output and a 1-byte mask: 7 B each), following the kernels listed by
+#: Korthikanti et al. 2022, Section 4.1.
+NORM_RESIDUAL_BYTES_PER_HIDDEN = 22.0
+#: Activation function: gelu reads and writes the f-wide tensor (4 B/element); swiglu reads gate
+#: and up and writes their product (6 B/element).
+ACT_BYTES_PER_FFN = {"gelu": 4.0, "swiglu": 6.0}
+#: Non-flash attention: fused scale-mask-softmax + dropout per score element: read 2 B, write the
+#: probabilities 2 B, the dropout mask 1 B and the dropped probabilities 2 B (Korthikanti et al.
+#: 2022, Section 4.1 lists the same tensors for the activation memory).
+SOFTMAX_BYTES_PER_SCORE = 7.0
+#: Backward element-wise traffic relative to forward (assumed: gradient kernels read the saved
+#: input and the incoming gradient and write the outgoing gradient, about twice the forward).
+BACKWARD_ELEMENTWISE_RATIO = 2.0
+#: FlashAttention's backward runs 5 GEMMs against 2 in the forward (it recomputes the scores):
+#: Dao, "FlashAttention-2", 2023, Algorithm 2.
+FLASH_BACKWARD_RATIO = 2.5
+#: Adam step HBM traffic per parameter it updates: read fp32 master, m, v and grad (16 B),
+#: write master, m, v (12 B) and the bf16 copy (2 B).
+ADAM_BYTES_PER_PARAM = 30.0
+
+#: Defaults for a GPU whose catalog entry has no calibrated constants (assumed: the H100 fit,
+#: see topology/fixtures/catalog.yaml).
+DEFAULT_EFFICIENCY = {"gemm_max": 0.70, "gemm_half_dim": 128.0, "hbm_fraction": 0.7}
+
+
+@dataclass(frozen=True)
+class EfficiencyParams:
+    """Calibrated constants of one GPU type (see module docstring)."""
+
+    gemm_max: float
+    gemm_half_dim: float
+    hbm_fraction: float
+
+    @classmethod
+    def from_mapping(cls, efficiency: Mapping[str, float] | None) -> EfficiencyParams:
+        values = dict(DEFAULT_EFFICIENCY)
+        values.update({k: float(v) for k, v in (efficiency or {}).items() if k in values})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Per-GPU time of one layer for one microbatch (s); arrays broadcast over candidates.
+
+    Attributes
+    ----------
+    forward_s, backward_s, recompute_s : ndarray
+        One layer's forward, backward and recompute (extra forward) time.
+    logits_forward_s, logits_backward_s : ndarray
+        The output layer (on the last pipeline stage).
+    gemm_forward_s, elementwise_forward_s : ndarray
+        Split of ``forward_s`` into tensor-core and memory-bound work (for the breakdown).
+    """
+
+    forward_s: np.ndarray
+    backward_s: np.ndarray
+    recompute_s: np.ndarray
+    logits_forward_s: np.ndarray
+    logits_backward_s: np.ndarray
+    gemm_forward_s: np.ndarray
+    elementwise_forward_s: np.ndarray
+
+
+def _g(x, half: float):
+    x = np.asarray(x, dtype=float)
+    return x / (x + half)
+
+
+def gemm_time_s(m, n, k, *, batch, peak_flops: float, hbm_bytes_per_s: float, eff):
+    """Time of ``batch`` GEMMs of shape (m x k) @ (k x n), each FLOP counted as 2 per MAC.
+
+    Parameters
+    ----------
+    m, n, k, batch : float or ndarray
+        Shapes (broadcast).
+    peak_flops : float
+        Dense tensor-core peak of the precision (FLOP/s).
+    hbm_bytes_per_s : float
+        Achievable HBM bandwidth (B/s).
+    eff : EfficiencyParams
+
+    Returns
+    -------
+    ndarray
+        Seconds (roofline: the slower of compute at the shape's efficiency and operand traffic).
+    """
+    m, n, k, batch = (np.asarray(v, dtype=float) for v in (m, n, k, batch))
+    flops = 2.0 * m * n * k * batch
+    rate = peak_flops * eff.gemm_max * _g(m, eff.gemm_half_dim) * _g(n, eff.gemm_half_dim)
+    rate = rate * _g(k, eff.gemm_half_dim)
+    traffic = ACTIVATION_BYTES * (m * k + k * n + m * n) * batch
+    return np.maximum(flops / rate, traffic / hbm_bytes_per_s)
+
+
+def layer_times(
+    model: ModelSpec,
+    *,
+    micro_batch,
+    tp,
+    cp=1,
+    ep=1,
+    recompute=0,
+    flash: bool = True,
+    peak_tflops: float,
+    hbm_tbps: float,
+    eff: EfficiencyParams,
+) -> LayerTimes:
+    """Per-GPU compute time of one layer for one microbatch.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    micro_batch, tp, cp, ep : int or ndarray
+        Micro-batch size (sequences) and parallel degrees (broadcast over candidates).
+    recompute : int or ndarray
+        0 none, 1 selective, 2 full.
+    flash : bool
+        FlashAttention (no s^2 element-wise traffic; backward recomputes the scores) or the
+        standard fused-softmax attention.
+    peak_tflops : float
+        Dense peak of the job's precision (TFLOP/s).
+    hbm_tbps : float
+        Datasheet HBM bandwidth (TB/s).
+    eff : EfficiencyParams
+
+    Returns
+    -------
+    LayerTimes
+    """
+    b, tp, cp, ep = (np.asarray(v, dtype=float) for v in (micro_batch, tp, cp, ep))
+    code = np.asarray(recompute)
+    peak = peak_tflops * 1e12
+    hbm = hbm_tbps * 1e12 * eff.hbm_fraction
+    h, kv, s = float(model.hidden), float(model.kv_hidden), float(model.seq_len)
+    tokens = b * s / cp  # tokens whose activations live on this GPU (before the tp split)
+
+    def gemm(m, n, k, batch=1.0):
+        return gemm_time_s(m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=hbm, eff=eff)
+
+    linear = gemm(tokens, (h + 2 * kv) / tp, h) + gemm(tokens, h, h / tp)
+    linear = linear + _mlp_time(model, gemm, tokens, tp, ep)
+    heads_local = model.heads / tp
+    attention = gemm(s / cp, s, model.head_dim, b * heads_local)
+    attention = attention + gemm(s / cp, model.head_dim, s, b * heads_local)
+
+    norm_bytes = NORM_RESIDUAL_BYTES_PER_HIDDEN * tokens * h / tp
+    act_bytes = ACT_BYTES_PER_FFN[model.mlp] * tokens * _active_ffn(model) / tp
+    softmax_bytes = 0.0 if flash else SOFTMAX_BYTES_PER_SCORE * b * heads_local * (s / cp) * s
+    elementwise = (norm_bytes + act_bytes) / hbm
+    softmax = softmax_bytes / hbm
+
+    forward = linear + attention + elementwise + softmax
+    attention_backward = attention * (FLASH_BACKWARD_RATIO if flash else 2.0)
+    backward = 2.0 * linear + attention_backward + BACKWARD_ELEMENTWISE_RATIO * (elementwise + softmax)
+    # Selective recompute re-runs the attention core; FlashAttention already does so inside
+    # its backward, so it adds nothing there.
+    selective = 0.0 if flash else attention + softmax
+    recompute_s = np.where(code == 2, forward, np.where(code == 1, selective, 0.0))
+    logits_fwd = gemm(tokens, model.vocab / tp, h)
+    return LayerTimes(
+        forward_s=np.asarray(forward),
+        backward_s=np.asarray(backward),
+        recompute_s=np.asarray(recompute_s),
+        logits_forward_s=np.asarray(logits_fwd),
+        logits_backward_s=np.asarray(2.0 * logits_fwd),
+        gemm_forward_s=np.asarray(linear + attention),
+        elementwise_forward_s=np.asarray(elementwise + softmax),
+    )
+
+
+def _active_ffn(model: ModelSpec) -> float:
+    """Width of the MLP hidden activations a token produces (top_k experts for MoE)."""
+    if model.moe is None:
+        return float(model.ffn_hidden)
+    return float(model.moe.expert_ffn_hidden * model.moe.top_k)
+
+
+def _mlp_time(model: ModelSpec, gemm, tokens, tp, ep):
+    """Time of the MLP GEMMs (dense, or the local experts after the all-to-all)."""
+    h = float(model.hidden)
+    up_width = 2.0 if model.mlp == "swiglu" else 1.0
+    if model.moe is None:
+        f = float(model.ffn_hidden)
+        return gemm(tokens, up_width * f / tp, h) + gemm(tokens, h, f / tp)
+    moe = model.moe
+    local_experts = moe.experts / ep
+    tokens_per_expert = tokens * moe.top_k / local_experts
+    f = float(moe.expert_ffn_hidden)
+    experts = gemm(tokens_per_expert, up_width * f / tp, h, local_experts)
+    experts = experts + gemm(tokens_per_expert, h, f / tp, local_experts)
+    return experts + gemm(tokens, moe.experts, h)
+
+
+def optimizer_time_s(params_updated, *, hbm_tbps: float, eff: EfficiencyParams):
+    """Adam step time of the parameters one GPU updates (memory-bound), seconds."""
+    hbm = hbm_tbps * 1e12 * eff.hbm_fraction
+    return ADAM_BYTES_PER_PARAM * np.asarray(params_updated, dtype=float) / hbm

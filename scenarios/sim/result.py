@@ -1,0 +1,125 @@
+"""Result dataclasses of the step-time core (what the CLI, the web app and the API read)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scenarios.sim.pipeline import PhaseTimeline
+
+__all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "StepResult"]
+
+#: Seconds per step, in the order they are laid out; they sum to ``step_time_s``.
+BREAKDOWN_KEYS = ("compute", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer", "straggler")
+#: GiB per GPU (first pipeline stage); they sum to ``memory_gib_per_gpu``.
+MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "reserve")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Predicted performance of one training step.
+
+    Attributes
+    ----------
+    name : str
+        Scenario name.
+    step_time_s : float
+        Expected wall time of one optimizer step (s).
+    model_tflops_per_gpu : float
+        Model FLOPs (no recompute) per step / step time / GPUs (TFLOP/s).
+    hardware_tflops_per_gpu : float
+        Executed FLOPs (incl. recompute) per step / step time / GPUs (TFLOP/s).
+    mfu : float
+        ``model_tflops_per_gpu`` / the GPU's dense peak for the precision.
+    tokens_per_s : float
+    memory_gib_per_gpu : float
+        Peak memory of a first-stage GPU (GiB).
+    fits : bool
+        Whether that fits in the GPU's HBM.
+    memory : dict[str, float]
+        GiB by component (``MEMORY_KEYS``).
+    breakdown : dict[str, float]
+        Seconds by component (``BREAKDOWN_KEYS``), summing to ``step_time_s``.
+    time_to_train_days : float or None
+        ``tokens`` / ``tokens_per_s`` when the job gives ``tokens``.
+    gpus : int
+    link_utilization : ndarray, shape (L,)
+        Mean utilization of each fabric link over a step (busier direction).
+    rack_link_utilization : ndarray, shape (R,)
+        Hottest link of each rack.
+    gpu_slowdown : ndarray, shape (G,)
+        Each GPU's mean compute-time factor from stragglers / slow nodes (1 = nominal).
+    timeline : PhaseTimeline
+        Phases of a step on the critical path.
+    details : dict
+        Intermediate figures (per-layer times, comm bandwidths, bubble fraction...) for the
+        "explain" view.
+    """
+
+    name: str
+    step_time_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    tokens_per_s: float
+    memory_gib_per_gpu: float
+    fits: bool
+    memory: dict[str, float]
+    breakdown: dict[str, float]
+    time_to_train_days: float | None
+    gpus: int
+    link_utilization: np.ndarray = field(repr=False)
+    rack_link_utilization: np.ndarray = field(repr=False)
+    gpu_slowdown: np.ndarray = field(repr=False)
+    timeline: PhaseTimeline = field(repr=False)
+    details: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain numbers only (no per-link / per-GPU arrays)."""
+        return {
+            "name": self.name,
+            "step_time_s": self.step_time_s,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "mfu": self.mfu,
+            "tokens_per_s": self.tokens_per_s,
+            "memory_gib_per_gpu": self.memory_gib_per_gpu,
+            "fits": self.fits,
+            "memory": dict(self.memory),
+            "breakdown": dict(self.breakdown),
+            "time_to_train_days": self.time_to_train_days,
+            "gpus": self.gpus,
+            "max_link_utilization": float(self.link_utilization.max(initial=0.0)),
+            "timeline": self.timeline.to_list(),
+            "details": _plain(self.details),
+        }
+
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (what ``manage.py simulate --json`` prints)."""
+        out = self.summary()
+        if arrays:
+            out["link_utilization"] = _rounded(self.link_utilization)
+            out["rack_link_utilization"] = _rounded(self.rack_link_utilization)
+            out["gpu_slowdown"] = _rounded(self.gpu_slowdown)
+        return out
+
+
+def _rounded(values: np.ndarray) -> list[float]:
+    return np.round(np.asarray(values, dtype=float), 6).tolist()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # strict JSON has no Infinity/NaN (e.g. bandwidth of a one-member group)
+    return value

@@ -1,0 +1,316 @@
+"""Layout search: every valid parallel layout of a job on a cluster, best first.
+
+Candidates are all combinations of (tp, pp, cp) dividing the GPU count (dp the rest), ep
+dividing dp x cp (MoE only), vpp 1..8, micro-batch powers of two, the three recompute modes
+and ZeRO 0..3. Validity rules and memory are evaluated on all candidates at once (numpy
+masks); the survivors' collectives are costed on the real fabric through
+``network.comm_table`` (each distinct group shape -- pattern, size, rank stride -- is routed once)
+and their step time comes from the same ``assemble_step`` as ``predict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scenarios.sim.efficiency import EfficiencyParams
+from scenarios.sim.memory import GIB, memory_per_gpu
+from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.step_time import assemble_step, build_fabric
+
+__all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
+
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+MAX_VPP = 8
+RECOMPUTE_NAMES = ("none", "selective", "full")
+
+#: Rejection reasons in the order they are tested (a candidate counts under its first failure).
+REJECT_REASONS = (
+    "tp does not divide heads",
+    "tp and kv_heads do not divide one another",
+    "cp does not divide seq_len",
+    "pp exceeds layers",
+    "vpp exceeds layers per stage",
+    "vpp > 1 needs pp >= 2",
+    "ep does not divide dp x cp or experts",
+    "global_batch not a multiple of micro_batch x dp",
+    "interleaving needs microbatches divisible by pp",
+    "does not fit in GPU memory",
+)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Outcome of a layout search.
+
+    Attributes
+    ----------
+    best : list[dict]
+        Up to K layouts, fastest first: parallel degrees, micro_batch, recompute, zero,
+        step_time_s, mfu, tokens_per_s, memory_gib_per_gpu and the breakdown (s).
+    candidates : int
+        Layouts considered.
+    valid : int
+        Layouts that passed every rule and fit in memory.
+    rejected : dict[str, int]
+        Rejected layouts by first failing rule (``REJECT_REASONS``).
+    """
+
+    best: list[dict[str, Any]]
+    candidates: int
+    valid: int
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "best": self.best,
+            "candidates": self.candidates,
+            "valid": self.valid,
+            "rejected": dict(self.rejected),
+        }
+
+
+def _divisors(n: int) -> np.ndarray:
+    small = np.arange(1, int(np.sqrt(n)) + 1)
+    small = small[n % small == 0]
+    return np.unique(np.concatenate([small, n // small]))
+
+
+def enumerate_candidates(gpus: int, *, moe: bool, global_batch: int) -> dict[str, np.ndarray]:
+    """All (tp, pp, cp, dp, ep, vpp, micro_batch, recompute, zero) combinations, as arrays."""
+    div = _divisors(gpus)
+    tp, pp, cp = np.meshgrid(div, div, div, indexing="ij")
+    tp, pp, cp = tp.ravel(), pp.ravel(), cp.ravel()
+    keep = gpus % (tp * pp * cp) == 0
+    tp, pp, cp = tp[keep], pp[keep], cp[keep]
+    dp = gpus // (tp * pp * cp)
+    shape = np.arange(tp.size)
+    if moe:
+        ep_values = _divisors(gpus)
+        s_idx, e_idx = np.meshgrid(shape, np.arange(ep_values.size), indexing="ij")
+        s_idx, ep = s_idx.ravel(), ep_values[e_idx.ravel()]
+        keep = (dp[s_idx] * cp[s_idx]) % ep == 0
+        s_idx, ep = s_idx[keep], ep[keep]
+    else:
+        s_idx, ep = shape, np.ones_like(shape)
+    micro = np.array([b for b in MICRO_BATCHES if b <= global_batch])
+    grids = np.meshgrid(
+        np.arange(s_idx.size),
+        np.arange(1, MAX_VPP + 1),
+        micro,
+        np.arange(3),
+        np.arange(4),
+        indexing="ij",
+    )
+    base, vpp, mb, recompute, zero = (g.ravel() for g in grids)
+    shape_index = s_idx[base]
+    return {
+        "tp": tp[shape_index],
+        "pp": pp[shape_index],
+        "cp": cp[shape_index],
+        "dp": dp[shape_index],
+        "ep": ep[base],
+        "vpp": vpp,
+        "micro_batch": mb,
+        "recompute": recompute,
+        "zero": zero,
+    }
+
+
+def _rule_failures(c: dict[str, np.ndarray], model, global_batch: int) -> list[np.ndarray]:
+    """Boolean failure mask per rule of ``REJECT_REASONS[:-1]`` (memory is tested later)."""
+    tp, pp, cp, dp, ep, vpp, mb = (c[k] for k in ("tp", "pp", "cp", "dp", "ep", "vpp", "micro_batch"))
+    per_stage = -(-model.layers // pp)
+    experts = model.moe.experts if model.moe is not None else 1
+    batch_ok = global_batch % (mb * dp) == 0
+    microbatches = np.where(batch_ok, global_batch // np.maximum(mb * dp, 1), 0)
+    return [
+        model.heads % tp != 0,
+        (model.kv_heads % tp != 0) & (tp % model.kv_heads != 0),
+        model.seq_len % cp != 0,
+        pp > model.layers,
+        vpp > per_stage,
+        (vpp > 1) & (pp < 2),
+        ((dp * cp) % ep != 0) | (experts % ep != 0) | ((ep > 1) & (model.moe is None)),
+        ~batch_ok,
+        (vpp > 1) & (microbatches % pp != 0),
+    ]
+
+
+def search_layouts(
+    scenario: Scenario, *, catalog, fabric=None, top_k: int = 10, on_progress=None
+) -> SearchResult:
+    """Search the parallel layouts of ``scenario``'s job on its cluster.
+
+    The scenario's own layout choices are ignored; model, batch, precision and cluster are kept.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    catalog : Catalog
+    fabric : CompiledFabric, optional
+    top_k : int
+        How many of the fastest layouts to return (>= 1).
+    on_progress : callable(fraction, message), optional
+
+    Returns
+    -------
+    SearchResult
+    """
+    from scenarios.sim.network import comm_table
+
+    if top_k < 1:
+        raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
+    check_scenario(scenario, catalog)
+    job = scenario.job
+    server = catalog.server(scenario.effective_cluster().server)
+    gpu = catalog.gpu(scenario.what_if.gpu or server.gpu)
+    eff = EfficiencyParams.from_mapping(gpu.efficiency)
+    if fabric is None:
+        fabric = build_fabric(scenario, catalog)
+    gpus = int(fabric.n_gpus)
+    model = job.model
+    c = enumerate_candidates(gpus, moe=model.moe is not None, global_batch=job.global_batch)
+    total = c["tp"].size
+    rejected_mask = np.zeros(total, dtype=bool)
+    rejected = {}
+    for reason, failed in zip(REJECT_REASONS, _rule_failures(c, model, job.global_batch), strict=False):
+        first = failed & ~rejected_mask
+        rejected[reason] = int(first.sum())
+        rejected_mask |= failed
+    survivors = np.flatnonzero(~rejected_mask)
+    sub = {k: v[survivors] for k, v in c.items()}
+    microbatches = job.global_batch // (sub["micro_batch"] * sub["dp"])
+    flash = job.attention == "flash"
+    memory = memory_per_gpu(
+        model,
+        micro_batch=sub["micro_batch"],
+        tp=sub["tp"],
+        pp=sub["pp"],
+        dp=sub["dp"],
+        cp=sub["cp"],
+        ep=sub["ep"],
+        vpp=sub["vpp"],
+        microbatches=microbatches,
+        recompute=sub["recompute"],
+        zero=sub["zero"],
+        flash=flash,
+        hbm_gib=gpu.hbm_gib,
+    )
+    fits = memory["total"] <= gpu.hbm_gib * GIB
+    rejected[REJECT_REASONS[-1]] = int((~fits).sum())
+    index = survivors[fits]
+    if on_progress is not None:
+        on_progress(0.3, f"{index.size} layouts fit; costing collectives")
+    if index.size == 0:
+        return SearchResult(best=[], candidates=total, valid=0, rejected=rejected)
+    table = comm_table(fabric, ecmp=scenario.what_if.ecmp)
+    common = dict(
+        global_batch=job.global_batch,
+        precision=job.precision,
+        flash=flash,
+        overlap_dp=job.overlap_dp,
+        gpu=gpu,
+        eff=eff,
+    )
+    # Branch and bound: every step-time term is non-decreasing in the collective times, so the
+    # step with free communication is a lower bound. Layout shapes (tp, pp, dp, cp, ep) are
+    # costed on the fabric in order of their best bound until no remaining shape can enter
+    # the top K; the others never need routing.
+    bound = _evaluate(model, c, index, lambda kind, op, size: np.zeros(np.shape(size)), common)
+    shape_id, bound_by_shape = _shapes(c, index, bound.step_time_s)
+    order = np.argsort(bound_by_shape)
+    kept_index, kept_step, kept_rows = [], [], []
+    threshold = np.inf
+    for start in range(0, order.size, SHAPES_PER_BATCH):  # batches of shapes, not candidates
+        if bound_by_shape[order[start]] > threshold:
+            break
+        chosen = np.isin(shape_id, order[start : start + SHAPES_PER_BATCH])
+        batch = index[chosen]
+        arrays = _evaluate(model, c, batch, _table_comm(table, c, batch), common)
+        kept_index.append(batch)
+        kept_step.append(arrays.step_time_s)
+        kept_rows.append(arrays)
+        steps = np.concatenate(kept_step)
+        if steps.size >= top_k:
+            threshold = np.partition(steps, top_k - 1)[top_k - 1]
+    if on_progress is not None:
+        on_progress(1.0, "done")
+    best = _best(c, kept_index, kept_rows, job, gpu, gpus, top_k)
+    return SearchResult(best=best, candidates=total, valid=int(index.size), rejected=rejected)
+
+
+#: Layout shapes costed per routing round of the branch and bound.
+SHAPES_PER_BATCH = 16
+
+
+def _evaluate(model, c, index, comm_time, common):
+    return assemble_step(
+        model,
+        micro_batch=c["micro_batch"][index],
+        tp=c["tp"][index],
+        pp=c["pp"][index],
+        dp=c["dp"][index],
+        cp=c["cp"][index],
+        ep=c["ep"][index],
+        vpp=c["vpp"][index],
+        recompute=c["recompute"][index],
+        zero=c["zero"][index],
+        comm_time=comm_time,
+        **common,
+    )
+
+
+def _table_comm(table, c, index):
+    degrees = {k: c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")}
+
+    def comm_time(kind, op, size):
+        return table.time_s(kind, op, size, **degrees)
+
+    return comm_time
+
+
+def _shapes(c, index, bound):
+    """Shape id per candidate and each shape's smallest lower bound."""
+    keys = np.stack([c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")], axis=1)
+    _, shape_id = np.unique(keys, axis=0, return_inverse=True)
+    shape_id = shape_id.ravel()
+    best = np.full(shape_id.max() + 1, np.inf)
+    np.minimum.at(best, shape_id, bound)
+    return shape_id, best
+
+
+def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int) -> list[dict[str, Any]]:
+    index = np.concatenate(kept_index)
+    step = np.concatenate([np.asarray(a.step_time_s) for a in kept_rows])
+    memory = np.concatenate([np.asarray(a.memory["total"]) for a in kept_rows])
+    breakdown = {
+        k: np.concatenate([np.asarray(a.breakdown[k]) for a in kept_rows]) for k in kept_rows[0].breakdown
+    }
+    model_flops = float(kept_rows[0].model_flops)
+    order = np.lexsort((memory, step))[:top_k]
+    peak = gpu.peak_tflops(job.precision) * 1e12
+    rows = []
+    for i in order:
+        j = index[i]
+        rows.append(
+            {
+                "tp": int(c["tp"][j]),
+                "pp": int(c["pp"][j]),
+                "dp": int(c["dp"][j]),
+                "cp": int(c["cp"][j]),
+                "ep": int(c["ep"][j]),
+                "vpp": int(c["vpp"][j]),
+                "micro_batch": int(c["micro_batch"][j]),
+                "recompute": RECOMPUTE_NAMES[int(c["recompute"][j])],
+                "zero": int(c["zero"][j]),
+                "step_time_s": float(step[i]),
+                "mfu": float(model_flops / step[i] / gpus / peak),
+                "tokens_per_s": float(job.global_batch * job.model.seq_len / step[i]),
+                "memory_gib_per_gpu": float(memory[i] / GIB),
+                "breakdown": {k: float(v[i]) for k, v in breakdown.items()},
+            }
+        )
+    return rows

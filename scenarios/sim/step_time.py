@@ -1,0 +1,546 @@
+"""Step time of a training job on a cluster: assemble compute, communication and schedule.
+
+``predict(scenario, catalog=...)`` builds the fabric from the cluster spec (generator +
+compile), places the job's ranks (``layout``), costs its collectives on the routed fabric
+(``network.comm_model``), and combines them with the per-layer compute model
+(``efficiency``), the pipeline schedule (``pipeline``), memory (``memory``) and stragglers
+(``stragglers``). ``assemble_step`` is the vectorized heart shared with the layout search:
+every argument may be an array over candidates. The model and its sources are documented in
+``docs/step-time-model.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from scenarios.sim.efficiency import EfficiencyParams, layer_times, optimizer_time_s
+from scenarios.sim.flops import (
+    RECOMPUTE_CODES,
+    embedding_params,
+    hardware_flops_per_step,
+    layer_params,
+    model_flops_per_step,
+)
+from scenarios.sim.memory import GIB, memory_per_gpu
+from scenarios.sim.pipeline import bubble_fraction, phase_timeline, stage_layers
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
+from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
+
+__all__ = ["StepArrays", "assemble_step", "predict"]
+
+CommTime = Callable[[str, str, np.ndarray], np.ndarray]
+
+#: Tensor-parallel collectives per layer with sequence parallelism (Korthikanti et al. 2022,
+#: Section 4.2.2): forward all-gather + reduce-scatter around attention and around the MLP;
+#: backward the same pair twice. Megatron did not overlap them with compute (SC'21), so they
+#: are exposed.
+TP_OPS_FORWARD = 2
+TP_OPS_BACKWARD = 2
+#: Gradient bytes per parameter in the data-parallel reduction: Megatron-LM all-reduces fp32
+#: gradients with bf16 (``accumulate_allreduce_grads_in_fp32`` is forced on for bf16 in
+#: ``megatron/training/arguments.py``) and the fp16 gradients themselves with fp16.
+GRAD_COMM_BYTES = {"bf16": 4.0, "fp8": 4.0, "fp16": 2.0}
+PARAM_COMM_BYTES = 2.0
+
+
+@dataclass(frozen=True)
+class StepArrays:
+    """Everything ``assemble_step`` computes, one entry per candidate (broadcast shape)."""
+
+    step_time_s: np.ndarray
+    breakdown: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray]
+    model_flops: np.ndarray
+    hardware_flops: np.ndarray
+    volumes: dict[str, dict[str, np.ndarray]]
+    details: dict[str, np.ndarray]
+
+
+def _dp_kind(cp) -> np.ndarray:
+    return np.asarray(cp) > 1
+
+
+def assemble_step(
+    model,
+    *,
+    micro_batch,
+    global_batch: int,
+    tp,
+    pp,
+    dp,
+    cp,
+    ep,
+    vpp,
+    recompute,
+    zero,
+    precision: str,
+    flash: bool,
+    overlap_dp: bool,
+    gpu,
+    eff: EfficiencyParams,
+    comm_time: CommTime,
+) -> StepArrays:
+    """Step time and its breakdown, vectorized over candidate layouts.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    micro_batch, tp, pp, dp, cp, ep, vpp, recompute, zero : int or ndarray
+        Candidate parameters (broadcast together); ``recompute`` as codes 0/1/2.
+    global_batch : int
+    precision : {"bf16", "fp16", "fp8"}
+    flash, overlap_dp : bool
+    gpu : GpuSpec
+    eff : EfficiencyParams
+    comm_time : callable(kind, op, bytes) -> ndarray
+        Time (s) of one collective per rank buffer ``bytes`` (ndarray, candidates' shape) for
+        kind in tp/cp/ep/pp/dp/dp_cp/edp; ``CommModel.time_s`` for a single layout.
+
+    Returns
+    -------
+    StepArrays
+    """
+    b, tp, pp, dp, cp, ep, vpp = (np.asarray(v, dtype=float) for v in (micro_batch, tp, pp, dp, cp, ep, vpp))
+    code = np.asarray(recompute)
+    m = global_batch / (b * dp)
+    times = layer_times(
+        model,
+        micro_batch=b,
+        tp=tp,
+        cp=cp,
+        ep=ep,
+        recompute=code,
+        flash=flash,
+        peak_tflops=gpu.peak_tflops(precision),
+        hbm_tbps=gpu.hbm_tbps,
+        eff=eff,
+    )
+    comm = _layer_comm(model, b=b, tp=tp, cp=cp, code=code, times=times, comm_time=comm_time)
+
+    inner, last = stage_layers(model.layers, pp.astype(np.int64))
+    layer_f = times.forward_s + comm["forward_s"]
+    layer_b = times.backward_s + times.recompute_s + comm["backward_s"]
+    inner_total = inner * (layer_f + layer_b)
+    last_total = last * (layer_f + layer_b) + times.logits_forward_s + times.logits_backward_s
+    last_busiest = last_total >= inner_total
+    stage_layer_count = np.where(last_busiest, last, inner)
+    logits_s = np.where(last_busiest, times.logits_forward_s + times.logits_backward_s, 0.0)
+    stage_f = stage_layer_count * layer_f + np.where(last_busiest, times.logits_forward_s, 0.0)
+    stage_b = stage_layer_count * layer_b + np.where(last_busiest, times.logits_backward_s, 0.0)
+
+    compute_per_mb = stage_layer_count * (times.forward_s + times.backward_s + times.recompute_s) + logits_s
+    bubble = (stage_f + stage_b) * m * bubble_fraction(pp, vpp, m)
+    p2p_bytes = b * model.seq_len / cp * model.hidden * 2.0 / tp
+    p2p_s = np.where(pp > 1, comm_time("pp", "p2p", p2p_bytes), 0.0)
+    pp_exposed = 2.0 * (m * vpp + pp - 1.0) * p2p_s
+
+    dp_s, dp_volume = _dp_time(
+        model,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        zero=np.asarray(zero),
+        precision=precision,
+        stage_f=stage_f,
+        stage_b=stage_b,
+        layers=stage_layer_count,
+        overlap=overlap_dp,
+        microbatches=m,
+        comm_time=comm_time,
+    )
+    memory = memory_per_gpu(
+        model,
+        micro_batch=b,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        vpp=vpp,
+        microbatches=m,
+        recompute=code,
+        zero=zero,
+        flash=flash,
+        hbm_gib=gpu.hbm_gib,
+    )
+    updated = _params_updated(model, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=np.asarray(zero))
+    breakdown = {
+        "compute": m * compute_per_mb,
+        "tp": m * stage_layer_count * comm["tp_s"],
+        "cp": m * stage_layer_count * comm["cp_s"],
+        "ep": m * stage_layer_count * comm["ep_s"],
+        "pp": pp_exposed,
+        "bubble": bubble,
+        "dp": dp_s,
+        "optimizer": optimizer_time_s(updated, hbm_tbps=gpu.hbm_tbps, eff=eff),
+        "straggler": np.zeros_like(bubble),
+    }
+    breakdown = {
+        k: np.broadcast_to(np.asarray(v, dtype=float), np.shape(bubble)) for k, v in breakdown.items()
+    }
+    step = sum(breakdown[k] for k in BREAKDOWN_KEYS)
+    volumes = _volumes(
+        m=m,
+        vpp=vpp,
+        layers=stage_layer_count,
+        p2p_bytes=p2p_bytes,
+        comm=comm,
+        dp_volume=dp_volume,
+        cp=cp,
+        ep=ep,
+    )
+    return StepArrays(
+        step_time_s=step,
+        breakdown=breakdown,
+        memory=memory,
+        model_flops=model_flops_per_step(model, global_batch),
+        hardware_flops=hardware_flops_per_step(model, global_batch, code),
+        volumes=volumes,
+        details={
+            "microbatches": m,
+            "stage_layers": stage_layer_count,
+            "bubble_fraction": bubble_fraction(pp, vpp, m),
+            "layer_forward_s": times.forward_s,
+            "layer_backward_s": times.backward_s,
+            "layer_recompute_s": times.recompute_s,
+            "layer_gemm_forward_s": times.gemm_forward_s,
+            "layer_elementwise_forward_s": times.elementwise_forward_s,
+            "layer_tp_comm_s": comm["tp_s"],
+            "p2p_s": p2p_s,
+            "dp_comm_s": dp_volume["time_s"],
+        },
+    )
+
+
+def _layer_comm(model, *, b, tp, cp, code, times, comm_time) -> dict[str, np.ndarray]:
+    """Exposed tp / cp / ep communication of one layer and one microbatch (s)."""
+    h, s = float(model.hidden), float(model.seq_len)
+    tokens = b * s / cp
+    activation_bytes = tokens * h * 2.0  # all-gather output / reduce-scatter input per rank
+    one_tp = 0.5 * (
+        comm_time("tp", "all_gather", activation_bytes) + comm_time("tp", "reduce_scatter", activation_bytes)
+    )
+    tp_forward = 2.0 * TP_OPS_FORWARD * one_tp  # 2 all-gathers + 2 reduce-scatters
+    tp_backward = 2.0 * TP_OPS_BACKWARD * one_tp + np.where(code == 2, tp_forward, 0.0)
+    tp_forward = np.where(tp > 1, tp_forward, 0.0)
+    tp_backward = np.where(tp > 1, tp_backward, 0.0)
+
+    # Context parallelism (ring attention, Liu et al. 2023): K and V of the whole sequence are
+    # gathered in the forward; the backward gathers them again and reduce-scatters their
+    # gradients. Overlapped with the attention compute of the layer.
+    kv_bytes = b * s * 2.0 * model.kv_hidden / tp * 2.0
+    if np.any(cp > 1):
+        cp_forward = comm_time("cp", "all_gather", kv_bytes)
+        cp_backward = cp_forward + comm_time("cp", "reduce_scatter", kv_bytes)
+    else:
+        cp_forward = cp_backward = np.zeros_like(kv_bytes)
+    attention_f = _attention_share(model, times)
+    cp_forward = np.where(cp > 1, np.maximum(cp_forward - attention_f, 0.0), 0.0)
+    cp_backward = np.where(cp > 1, np.maximum(cp_backward - 2.0 * attention_f, 0.0), 0.0)
+
+    # Expert parallelism: dispatch + combine all-to-all in the forward, the same in the backward
+    # (sequence-parallel shard of the tokens, top_k copies of each).
+    if model.moe is not None:
+        a2a_bytes = tokens / tp * model.moe.top_k * h * 2.0
+        one_a2a = comm_time("ep", "all_to_all", a2a_bytes)
+        ep_forward = 2.0 * one_a2a
+        ep_backward = 2.0 * one_a2a + np.where(code == 2, ep_forward, 0.0)
+    else:
+        a2a_bytes = np.zeros_like(tokens)
+        ep_forward = ep_backward = np.zeros_like(tokens)
+    return {
+        "forward_s": tp_forward + cp_forward + ep_forward,
+        "backward_s": tp_backward + cp_backward + ep_backward,
+        "tp_s": tp_forward + tp_backward,
+        "cp_s": cp_forward + cp_backward,
+        "ep_s": ep_forward + ep_backward,
+        "tp_ops": np.where(
+            tp > 1,
+            2.0 * (TP_OPS_FORWARD + TP_OPS_BACKWARD) + np.where(code == 2, 2.0 * TP_OPS_FORWARD, 0.0),
+            0.0,
+        ),
+        "activation_bytes": activation_bytes,
+        "kv_bytes": kv_bytes,
+        "a2a_bytes": a2a_bytes,
+        "a2a_ops": np.where(code == 2, 6.0, 4.0),
+    }
+
+
+def _attention_share(model, times) -> np.ndarray:
+    """Forward attention-core time of a layer, estimated from its FLOP share of the GEMMs."""
+    h, s = float(model.hidden), float(model.seq_len)
+    per_token_linear = 2.0 * h * (h + 2.0 * model.kv_hidden) + 2.0 * h * h
+    ffn = model.ffn_hidden if model.moe is None else model.moe.expert_ffn_hidden * model.moe.top_k
+    per_token_linear += 2.0 * (3 if model.mlp == "swiglu" else 2) * h * ffn
+    attention = 4.0 * s * h
+    return times.gemm_forward_s * attention / (attention + per_token_linear)
+
+
+def _dense_and_expert_params(model, *, tp, pp, ep):
+    """(dense, expert) parameters per GPU of the busiest stage."""
+    per_layer = layer_params(model)
+    layers = np.ceil(model.layers / pp)
+    embed_in, embed_out = embedding_params(model)
+    embedding = np.where(pp > 1, embed_in, embed_in + embed_out)
+    dense = layers * ((per_layer["attention"] + per_layer["mlp"]) / tp + per_layer["norm"])
+    dense = dense + embedding / tp
+    return dense, layers * per_layer["experts"] / (tp * ep)
+
+
+def _params_updated(model, *, tp, pp, dp, cp, ep, zero):
+    dense, expert = _dense_and_expert_params(model, tp=tp, pp=pp, ep=ep)
+    sharded = zero >= 1
+    dense = dense / np.where(sharded, dp * cp, 1.0)
+    expert = expert / np.where(sharded, dp * cp / ep, 1.0)
+    return dense + expert
+
+
+def _dp_time(
+    model, *, tp, pp, dp, cp, ep, zero, precision, stage_f, stage_b, layers, overlap, microbatches, comm_time
+):
+    """Exposed data-parallel time per step and the bytes it moves.
+
+    ZeRO 0: all-reduce of the gradients. ZeRO 1/2 (Megatron distributed optimizer):
+    reduce-scatter of the gradients, then all-gather of the updated bf16 weights. ZeRO 3
+    additionally re-gathers the weights for the forward and the backward of every microbatch
+    (modelled as overlapped with that microbatch's compute). With ``overlap`` the gradient
+    reduction runs bucket by bucket during the last microbatch's backward and the weight
+    all-gather during the next step's first forward; the last bucket (one layer) is always
+    exposed.
+    """
+    dense, expert = _dense_and_expert_params(model, tp=tp, pp=pp, ep=ep)
+    grad_bytes = GRAD_COMM_BYTES[precision]
+    dense_kind = np.where(_dp_kind(cp), "dp_cp", "dp")
+    group = dp * cp
+    any_cp = bool(np.any(cp > 1))
+    any_ep = bool(np.any(ep > 1))
+
+    def kind_time(op, dense_bytes, expert_bytes):
+        t_dense = comm_time("dp", op, dense_bytes)
+        if any_cp:
+            t_dense = np.where(cp > 1, comm_time("dp_cp", op, dense_bytes), t_dense)
+        t_expert = 0.0
+        if model.moe is not None:
+            t_expert = comm_time("dp_cp" if any_cp else "dp", op, expert_bytes)
+            if any_ep:
+                t_expert = np.where(ep > 1, comm_time("edp", op, expert_bytes), t_expert)
+        return np.where(group > 1, t_dense, 0.0) + np.where(group / ep > 1, t_expert, 0.0)
+
+    allreduce = kind_time("all_reduce", dense * grad_bytes, expert * grad_bytes)
+    scatter = kind_time("reduce_scatter", dense * grad_bytes, expert * grad_bytes)
+    gather = kind_time("all_gather", dense * PARAM_COMM_BYTES, expert * PARAM_COMM_BYTES)
+    grad_sync = np.where(zero == 0, allreduce, scatter)
+    param_sync = np.where(zero >= 1, gather, 0.0)
+    last_bucket = grad_sync / np.maximum(layers, 1.0)
+    if overlap:
+        grad_exposed = np.maximum(grad_sync - stage_b, last_bucket)
+        param_exposed = np.maximum(param_sync - stage_f, param_sync / np.maximum(layers, 1.0))
+    else:
+        grad_exposed, param_exposed = grad_sync, param_sync
+    zero3 = np.where(zero >= 3, 2.0 * gather, 0.0)  # per microbatch, hidden behind compute
+    zero3_exposed = np.maximum(zero3 - (stage_f + stage_b), 0.0) * microbatches
+    exposed = grad_exposed + param_exposed + zero3_exposed
+    volume = {
+        "grad_op": np.where(zero == 0, "all_reduce", "reduce_scatter"),
+        "dense_grad_bytes": dense * grad_bytes,
+        "expert_grad_bytes": expert * grad_bytes,
+        "dense_param_bytes": np.where(zero >= 1, dense * PARAM_COMM_BYTES, 0.0),
+        "time_s": grad_sync + param_sync,
+        "dense_kind": dense_kind,
+    }
+    return exposed, volume
+
+
+def _volumes(*, m, vpp, layers, p2p_bytes, comm, dp_volume, cp, ep):
+    """Per kind and op, the per-rank bytes a step moves (for link utilization)."""
+    per_step_layers = m * layers
+    half_tp = 0.5 * comm["tp_ops"] * comm["activation_bytes"] * per_step_layers
+    volumes = {
+        "tp": {"all_gather": half_tp, "reduce_scatter": half_tp},
+        "pp": {"p2p": 2.0 * m * vpp * p2p_bytes},
+        "cp": {
+            "all_gather": np.where(cp > 1, 2.0 * comm["kv_bytes"] * per_step_layers, 0.0),
+            "reduce_scatter": np.where(cp > 1, comm["kv_bytes"] * per_step_layers, 0.0),
+        },
+        "ep": {"all_to_all": comm["a2a_ops"] * comm["a2a_bytes"] * per_step_layers},
+    }
+    grad_ops = dp_volume["grad_op"]
+    dense_kind = str(np.asarray(dp_volume["dense_kind"]).flat[0])
+    dense_grad = dp_volume["dense_grad_bytes"]
+    volumes[dense_kind] = {
+        "all_reduce": np.where(grad_ops == "all_reduce", dense_grad, 0.0),
+        "reduce_scatter": np.where(grad_ops == "reduce_scatter", dense_grad, 0.0),
+        "all_gather": dp_volume["dense_param_bytes"],
+    }
+    if np.any(np.asarray(ep) > 1):
+        volumes["edp"] = {"all_reduce": dp_volume["expert_grad_bytes"]}
+    return volumes
+
+
+# --- the single-scenario entry point -------------------------------------------------------
+
+
+def _progress(on_progress, fraction: float, message: str) -> None:
+    if on_progress is not None:
+        on_progress(fraction, message)
+
+
+def build_fabric(scenario: Scenario, catalog):
+    """Generate and compile the scenario's cluster (with what-if capacity changes applied)."""
+    from topology.fabric.compiled import compile_plan
+    from topology.fabric.generators import generate
+
+    cluster = scenario.effective_cluster()
+    try:
+        plan = generate(
+            cluster.generator,
+            catalog=catalog,
+            server=cluster.server,
+            nodes=cluster.nodes,
+            oversubscription=cluster.oversubscription,
+            nic_gbps=cluster.nic_gbps,
+            su_nodes=cluster.su_nodes,
+            switch=cluster.switch,
+            tiers=cluster.tiers,
+        )
+    except ValueError as exc:
+        raise ScenarioError(f"cluster: {exc}") from None
+    fabric = compile_plan(plan)
+    scale = scenario.what_if.spine_capacity_scale
+    if scale < 1.0:
+        from scenarios.sim.network import fabric_with_capacity_scale
+
+        fabric = fabric_with_capacity_scale(fabric, np.asarray(fabric.link_tier) >= 1, scale)
+    return fabric
+
+
+def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=None) -> StepResult:
+    """Predict one training step of ``scenario`` on its cluster.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    catalog : topology.fabric.specs.Catalog
+    fabric : CompiledFabric, optional
+        Pre-compiled fabric of the scenario's cluster (built from ``scenario.cluster`` when
+        omitted; what-if capacity changes are then applied too).
+    rng : numpy.random.Generator or int, optional
+        Randomness for the straggler draws (default: ``what_if.seed``).
+    on_progress : callable(fraction: float, message: str), optional
+
+    Returns
+    -------
+    StepResult
+
+    Raises
+    ------
+    ScenarioError
+    """
+    from scenarios.sim.layout import build_layout
+    from scenarios.sim.network import comm_model, rack_link_utilization
+    from scenarios.sim.stragglers import straggler_effect
+
+    check_scenario(scenario, catalog)
+    job, what_if = scenario.job, scenario.what_if
+    server = catalog.server(scenario.effective_cluster().server)
+    gpu = catalog.gpu(what_if.gpu or server.gpu)
+    eff = EfficiencyParams.from_mapping(gpu.efficiency)
+    _progress(on_progress, 0.0, "building fabric")
+    if fabric is None:
+        fabric = build_fabric(scenario, catalog)
+    p = job.parallel
+    if int(fabric.n_gpus) != p.gpus:
+        raise ScenarioError(
+            f"job.parallel: dp × tp × pp × cp must equal the fabric's GPUs ({fabric.n_gpus}) (got {p.gpus})"
+        )
+    _progress(on_progress, 0.3, "routing collectives")
+    layout = build_layout(tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, n_gpus=fabric.n_gpus)
+    comm = comm_model(fabric, layout, ecmp=what_if.ecmp)
+    _progress(on_progress, 0.7, "assembling step time")
+    arrays = assemble_step(
+        job.model,
+        micro_batch=job.micro_batch,
+        global_batch=job.global_batch,
+        tp=p.tp,
+        pp=p.pp,
+        dp=p.dp,
+        cp=p.cp,
+        ep=p.ep,
+        vpp=p.vpp,
+        recompute=RECOMPUTE_CODES[job.recompute],
+        zero=job.zero,
+        precision=job.precision,
+        flash=job.attention == "flash",
+        overlap_dp=job.overlap_dp,
+        gpu=gpu,
+        eff=eff,
+        comm_time=comm.time_s,
+    )
+    breakdown = {k: float(v) for k, v in arrays.breakdown.items()}
+    busy = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    seed = what_if.seed if rng is None else rng
+    stragglers = straggler_effect(
+        np.asarray(fabric.gpu_node)[layout.rank_gpu],
+        compute_time_s=busy,
+        spread=what_if.straggler_spread,
+        slow_nodes=list(what_if.slow_nodes),
+        slow_factor=what_if.slow_node_factor,
+        n_steps=what_if.steps,
+        rng=seed,
+    )
+    breakdown["straggler"] = float(stragglers.time_s)
+    step = sum(breakdown[k] for k in BREAKDOWN_KEYS)
+    volumes = {
+        kind: {op: float(np.asarray(v)) for op, v in ops.items()} for kind, ops in arrays.volumes.items()
+    }
+    link_util = comm.link_utilization(volumes, step)
+    result = _result(
+        scenario,
+        gpu,
+        arrays,
+        breakdown,
+        step,
+        link_util,
+        rack_link_utilization(fabric, link_util),
+        stragglers.per_gpu_slowdown,
+        comm,
+    )
+    _progress(on_progress, 1.0, "done")
+    return result
+
+
+def _result(scenario, gpu, arrays, breakdown, step, link_util, rack_util, slowdown, comm):
+    job = scenario.job
+    gpus = job.parallel.gpus
+    model_flops = float(arrays.model_flops)
+    hardware_flops = float(arrays.hardware_flops)
+    tokens_per_s = job.global_batch * job.model.seq_len / step
+    memory = {k: float(arrays.memory[k]) / GIB for k in MEMORY_KEYS}
+    total_gib = float(arrays.memory["total"]) / GIB
+    details = {k: float(np.asarray(v)) for k, v in arrays.details.items()}
+    details["comm_busbw_gbytes_per_s"] = {k: float(v) for k, v in comm.bw_gbytes_per_s.items()}
+    model_tflops = model_flops / step / gpus / 1e12
+    return StepResult(
+        name=scenario.name,
+        step_time_s=step,
+        model_tflops_per_gpu=model_tflops,
+        hardware_tflops_per_gpu=hardware_flops / step / gpus / 1e12,
+        mfu=model_tflops / gpu.peak_tflops(job.precision),
+        tokens_per_s=tokens_per_s,
+        memory_gib_per_gpu=total_gib,
+        fits=total_gib <= gpu.hbm_gib,
+        memory=memory,
+        breakdown=breakdown,
+        time_to_train_days=(job.tokens / tokens_per_s / 86400.0 if job.tokens else None),
+        gpus=gpus,
+        link_utilization=np.asarray(link_util, dtype=float),
+        rack_link_utilization=np.asarray(rack_util, dtype=float),
+        gpu_slowdown=np.asarray(slowdown, dtype=float),
+        timeline=phase_timeline(breakdown),
+        details=details,
+    )
