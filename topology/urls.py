@@ -10,4 +10,5 @@ app_name = "topology"
 urlpatterns = [
     path("", views.design_list, name="design-list"),
     path("<int:pk>/", views.design_detail, name="design-detail"),
+    path("<int:pk>/racks/<int:rack_pk>/", views.rack_detail, name="rack-detail"),
 ]

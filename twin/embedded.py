@@ -1,5 +1,10 @@
 """The in-process Celery worker of embedded mode (no Redis): a thread in the web process that
-consumes the in-memory broker, so `make run` needs nothing but Python."""
+consumes the in-memory broker, so `make run` needs nothing but Python.
+
+The in-memory queue dies with the process, so at start-up every run still queued or running
+is failed with an explanation (nothing would ever finish it), and a reaper thread fails runs
+whose heartbeat stops later on.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,30 @@ logger = logging.getLogger(__name__)
 _worker_thread: threading.Thread | None = None
 
 
+def _fail_orphaned_runs() -> None:
+    from django.db import DatabaseError
+
+    from scenarios.services import runs_fail_orphaned_on_start
+
+    try:
+        orphaned = runs_fail_orphaned_on_start()
+    except DatabaseError:  # tables not migrated yet: nothing can be orphaned
+        logger.info("embedded worker: runs table not ready, skipping the orphan check")
+        return
+    if orphaned:
+        logger.warning("embedded worker: failed runs orphaned by the last shutdown: %s", orphaned)
+
+
 def start_embedded_worker() -> threading.Thread | None:
-    """Start one solo-pool worker thread if in embedded mode and none runs yet."""
+    """Start one solo-pool worker thread (plus the run reaper) if in embedded mode and none
+    runs yet; returns the worker thread (None outside embedded mode)."""
     global _worker_thread
     if not settings.EMBEDDED_MODE or (_worker_thread and _worker_thread.is_alive()):
         return _worker_thread
+    from scenarios.tasks import start_reaper
     from twin.celery import app
 
+    _fail_orphaned_runs()
     # WorkController (not app.Worker) installs no signal handlers, so it may run off the main thread.
     worker = app.WorkController(
         pool_cls="solo",
@@ -30,5 +52,6 @@ def start_embedded_worker() -> threading.Thread | None:
     )
     _worker_thread = threading.Thread(target=worker.start, name="embedded-celery-worker", daemon=True)
     _worker_thread.start()
+    start_reaper()
     logger.info("embedded Celery worker started (in-memory broker)")
     return _worker_thread

@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from scenarios.routing import websocket_urlpatterns as scenario_patterns
+
+websocket_urlpatterns: list = [*scenario_patterns]

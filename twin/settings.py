@@ -136,6 +136,11 @@ else:
         }
     }
 
+# A running task refreshes its run's heartbeat this often; a run whose heartbeat is older than
+# TWIN_RUN_STALE_S is failed by the reaper (a worker was killed mid-run).
+TWIN_RUN_HEARTBEAT_S = float(os.environ.get("TWIN_RUN_HEARTBEAT_S", "5"))
+TWIN_RUN_STALE_S = float(os.environ.get("TWIN_RUN_STALE_S", "60"))
+
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

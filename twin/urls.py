@@ -13,4 +13,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("designs/", include("topology.urls")),
+    path("", include("scenarios.urls")),  # scenarios/, runs/, compare/
 ]

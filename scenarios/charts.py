@@ -1,0 +1,328 @@
+"""Plotly figures of run results, built in Python with ``plotly.graph_objects`` and sent to the page
+as plain JSON (``charts.js`` draws them with the plotly.js the project serves).
+
+Every chart is ``{"id", "title", "figure": {"data", "layout"}}``. Per-run charts depend on the
+run's kind (step: breakdown, memory, link-utilization distribution; sweep: scaling curve;
+search: layout ranking); comparisons stack the step breakdown and memory of several runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from scenarios.choices import RunKind, RunStatus
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS
+
+#: One color per step-time component / memory component (Tableau 10 order).
+PALETTE = (
+    "#4c78a8",
+    "#f58518",
+    "#e45756",
+    "#72b7b2",
+    "#54a24b",
+    "#eeca3b",
+    "#b279a2",
+    "#ff9da6",
+    "#9d755d",
+    "#bab0ac",
+)
+BREAKDOWN_LABELS = {
+    "compute": "Compute",
+    "tp": "Tensor-parallel comm.",
+    "cp": "Context-parallel comm.",
+    "ep": "Expert all-to-all",
+    "pp": "Pipeline send/recv",
+    "bubble": "Pipeline bubble",
+    "dp": "Data-parallel comm. (exposed)",
+    "optimizer": "Optimizer",
+    "straggler": "Straggler wait",
+}
+MEMORY_LABELS = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "optimizer": "Optimizer state",
+    "activations": "Activations",
+    "reserve": "Framework reserve",
+}
+LINK_UTIL_BINS = 40
+
+
+def _layout(title: str, **extra: Any) -> dict[str, Any]:
+    base = {
+        "title": {"text": title, "font": {"size": 14}},
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "font": {"family": "system-ui, sans-serif", "size": 12},
+        "plot_bgcolor": "#fff",
+        "paper_bgcolor": "#fff",
+        "legend": {"orientation": "h", "y": -0.2},
+        "height": 340,
+    }
+    base.update(extra)
+    return base
+
+
+def _chart(chart_id: str, title: str, figure: go.Figure) -> dict[str, Any]:
+    # plotly's own encoder turns numpy values into plain JSON; the page gets lists and numbers.
+    return {"id": chart_id, "title": title, "figure": json.loads(figure.to_json())}
+
+
+# --- step time -------------------------------------------------------------------------------------
+
+
+def breakdown_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) -> go.Figure:
+    """Stacked horizontal bars: seconds per step by component, one bar per run.
+
+    Parameters
+    ----------
+    labels : sequence of str, (N,)
+    summaries : sequence of step summaries, (N,), each with ``breakdown`` {component: s}
+    """
+    figure = go.Figure(
+        layout=_layout(
+            "Step-time breakdown",
+            barmode="stack",
+            xaxis={"title": {"text": "seconds per step"}, "gridcolor": "#eee"},
+            yaxis={"automargin": True, "autorange": "reversed"},
+        )
+    )
+    for i, key in enumerate(BREAKDOWN_KEYS):
+        values = [float((s.get("breakdown") or {}).get(key, 0.0)) for s in summaries]
+        if not any(values):
+            continue
+        figure.add_trace(
+            go.Bar(
+                name=BREAKDOWN_LABELS.get(key, key),
+                y=list(labels),
+                x=values,
+                orientation="h",
+                marker_color=PALETTE[i % len(PALETTE)],
+                hovertemplate="%{x:.4f} s<extra>" + BREAKDOWN_LABELS.get(key, key) + "</extra>",
+            )
+        )
+    return figure
+
+
+def memory_figure(
+    labels: Sequence[str], summaries: Sequence[dict[str, Any]], hbm_gib: float | None = None
+) -> go.Figure:
+    """Stacked bars: GiB per GPU by component (first pipeline stage), one bar per run, with the
+    GPU's HBM capacity as a line when known."""
+    figure = go.Figure(
+        layout=_layout(
+            "Memory per GPU", barmode="stack", yaxis={"title": {"text": "GiB"}, "gridcolor": "#eee"}
+        )
+    )
+    for i, key in enumerate(MEMORY_KEYS):
+        values = [float((s.get("memory") or {}).get(key, 0.0)) for s in summaries]
+        figure.add_trace(
+            go.Bar(
+                name=MEMORY_LABELS.get(key, key),
+                x=list(labels),
+                y=values,
+                marker_color=PALETTE[i % len(PALETTE)],
+                hovertemplate="%{y:.1f} GiB<extra>" + MEMORY_LABELS.get(key, key) + "</extra>",
+            )
+        )
+    if hbm_gib:
+        figure.add_hline(
+            y=hbm_gib,
+            line_dash="dash",
+            line_color="#b00020",
+            annotation_text=f"HBM {hbm_gib:g} GiB",
+            annotation_position="top left",
+        )
+    return figure
+
+
+def link_utilization_figure(utilization: np.ndarray) -> go.Figure:
+    """Histogram (computed here, 40 bins over 0..max(1, max)) of per-link utilization, (L,)."""
+    values = np.asarray(utilization, dtype=float)
+    top = max(1.0, float(values.max(initial=0.0)))
+    counts, edges = np.histogram(values, bins=LINK_UTIL_BINS, range=(0.0, top))
+    centers = (edges[:-1] + edges[1:]) / 2
+    figure = go.Figure(
+        layout=_layout(
+            f"Link-utilization distribution ({values.size:,} links)",
+            xaxis={"title": {"text": "mean utilization over a step"}, "tickformat": ".0%"},
+            yaxis={"title": {"text": "links"}, "gridcolor": "#eee"},
+            bargap=0.05,
+        )
+    )
+    figure.add_trace(
+        go.Bar(
+            x=centers,
+            y=counts,
+            width=float(edges[1] - edges[0]),
+            marker_color=PALETTE[0],
+            hovertemplate="%{x:.0%}: %{y} links<extra></extra>",
+        )
+    )
+    return figure
+
+
+# --- sweep and search -------------------------------------------------------------------------------
+
+
+def scaling_figure(points: Sequence[dict[str, Any]]) -> go.Figure:
+    """Time to train (or step time) and per-GPU scaling efficiency against GPU count.
+
+    Efficiency is tokens/s per GPU relative to the smallest point; the knee (where the marginal
+    GPUs deliver less than half their share) is marked when the sweep found one.
+    """
+    ok = sorted((p for p in points if not p.get("error") and p.get("gpus")), key=lambda p: p["gpus"])
+    gpus = [p["gpus"] for p in ok]
+    use_ttt = all(p.get("time_to_train_days") for p in ok) and ok
+    y_main = [p["time_to_train_days"] if use_ttt else p.get("step_time_s") for p in ok]
+    efficiency = [p.get("efficiency") for p in ok]
+    if ok and any(e is None for e in efficiency):
+        per_gpu = [p.get("tokens_per_s", 0.0) / p["gpus"] for p in ok]
+        efficiency = [v / per_gpu[0] if per_gpu[0] else None for v in per_gpu]
+    figure = go.Figure(
+        layout=_layout(
+            "Scaling: where adding GPUs stops paying",
+            xaxis={"title": {"text": "GPUs"}, "type": "log", "gridcolor": "#eee"},
+            yaxis={
+                "title": {"text": "time to train (days)" if use_ttt else "step time (s)"},
+                "gridcolor": "#eee",
+            },
+            yaxis2={
+                "title": {"text": "per-GPU efficiency"},
+                "overlaying": "y",
+                "side": "right",
+                "tickformat": ".0%",
+                "range": [0, 1.05],
+            },
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=gpus,
+            y=y_main,
+            name="time to train" if use_ttt else "step time",
+            mode="lines+markers",
+            marker_color=PALETTE[0],
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=gpus,
+            y=efficiency,
+            name="per-GPU efficiency",
+            yaxis="y2",
+            mode="lines+markers",
+            line_dash="dot",
+            marker_color=PALETTE[1],
+        )
+    )
+    return figure
+
+
+def search_figure(best: Sequence[dict[str, Any]]) -> go.Figure:
+    """Layout-search ranking: step time of the fastest layouts (fastest on top), colored by MFU."""
+    rows = list(best)[:20]
+    labels = [layout_label(r) for r in rows]
+    figure = go.Figure(
+        layout=_layout(
+            "Layout search: fastest layouts",
+            xaxis={"title": {"text": "step time (s)"}, "gridcolor": "#eee"},
+            yaxis={"automargin": True, "autorange": "reversed"},
+            height=max(340, 22 * len(rows) + 120),
+        )
+    )
+    figure.add_trace(
+        go.Bar(
+            y=labels,
+            x=[r.get("step_time_s") for r in rows],
+            orientation="h",
+            marker={
+                "color": [r.get("mfu", 0.0) for r in rows],
+                "colorscale": "Viridis",
+                "showscale": True,
+                "colorbar": {"title": {"text": "MFU"}, "tickformat": ".0%"},
+            },
+            customdata=[[r.get("mfu", 0.0), r.get("memory_gib_per_gpu", 0.0)] for r in rows],
+            hovertemplate=(
+                "%{y}<br>%{x:.3f} s · MFU %{customdata[0]:.1%} · %{customdata[1]:.1f} GiB<extra></extra>"
+            ),
+        )
+    )
+    return figure
+
+
+def layout_label(row: dict[str, Any]) -> str:
+    """``tp8 pp4 dp16 cp1 · mb2 · selective · ZeRO-1`` for one layout."""
+    degrees = " ".join(
+        f"{k}{row[k]}"
+        for k in ("tp", "pp", "dp", "cp", "ep", "vpp")
+        if k in row and (row[k] != 1 or k in ("tp", "pp", "dp"))
+    )
+    parts = [degrees, f"mb{row.get('micro_batch', '?')}", str(row.get("recompute", ""))]
+    if row.get("zero"):
+        parts.append(f"ZeRO-{row['zero']}")
+    return " · ".join(p for p in parts if p)
+
+
+# --- per run and comparison -----------------------------------------------------------------------
+
+
+def default_run_metric(run) -> str:
+    """Floor-plan metric a run page opens with."""
+    if run.kind == RunKind.STEP and (run.scenario.what_if or {}).get("slow_nodes"):
+        return "slowdown"
+    return "link_util"
+
+
+def run_charts(run) -> list[dict[str, Any]]:
+    """The charts of one finished run (empty until it succeeded)."""
+    if run.status != RunStatus.SUCCEEDED:
+        return []
+    summary = run.summary or {}
+    label = f"#{run.pk}"
+    if run.kind == RunKind.SWEEP:
+        return [_chart("scaling", "Scaling curve", scaling_figure(summary.get("points") or []))]
+    if run.kind == RunKind.SEARCH:
+        best = summary.get("best") or summary.get("top") or []
+        charts = [_chart("search", "Layout ranking", search_figure(best))]
+        if best:
+            charts.append(
+                _chart(
+                    "breakdown",
+                    "Step-time breakdown",
+                    breakdown_figure([layout_label(r) for r in best[:8]], best[:8]),
+                )
+            )
+        return charts
+    from scenarios.selectors import run_array
+
+    charts = [
+        _chart("breakdown", "Step-time breakdown", breakdown_figure([label], [summary])),
+        _chart("memory", "Memory per GPU", memory_figure([label], [summary], _hbm_gib(summary))),
+    ]
+    utilization = run_array(run=run, name="link_utilization")
+    if utilization is not None and utilization.size:
+        charts.append(_chart("link-util", "Link utilization", link_utilization_figure(utilization)))
+    return charts
+
+
+def compare_charts(runs: Sequence) -> list[dict[str, Any]]:
+    """Breakdown and memory of several step-time runs side by side."""
+    step_runs = [r for r in runs if r.kind == RunKind.STEP and r.status == RunStatus.SUCCEEDED]
+    if not step_runs:
+        return []
+    labels = [f"#{r.pk} {r.scenario.name}" for r in step_runs]
+    summaries = [r.summary or {} for r in step_runs]
+    return [
+        _chart("compare-breakdown", "Step-time breakdown", breakdown_figure(labels, summaries)),
+        _chart("compare-memory", "Memory per GPU", memory_figure(labels, summaries)),
+    ]
+
+
+def _hbm_gib(summary: dict[str, Any]) -> float | None:
+    details = summary.get("details") or {}
+    value = details.get("hbm_gib") or summary.get("hbm_gib")
+    return float(value) if value else None

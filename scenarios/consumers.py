@@ -1,0 +1,183 @@
+"""WebSocket consumers: one per run page and one per design page.
+
+A consumer checks on connect that the user may see the design (refusing the handshake with
+close code 4403 otherwise), joins its group, sends the stored state first (so a reload resumes)
+and relays what workers publish. It relays at most ``MAX_MESSAGES_PER_S`` progress/partial
+messages per second however many workers publish (newest value per kind kept), status
+messages at once. A client may send ``{"type": "state"}`` to get the stored state again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from scenarios import broadcast
+
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+class Relay:
+    """Send messages through ``send`` at most ``rate`` per second, coalescing by subkey."""
+
+    def __init__(self, send, rate: float = broadcast.MAX_MESSAGES_PER_S):
+        self.send = send
+        self.interval_s = 1.001 / rate
+        self.last = -1e9
+        self.pending: dict[Any, dict[str, Any]] = {}
+        self.task: asyncio.Task | None = None
+
+    @staticmethod
+    def subkey(message: dict[str, Any]) -> Any:
+        point = (message.get("summary") or {}).get("point") or {}
+        return message.get("type"), message.get("metric"), point.get("index")
+
+    async def push(self, message: dict[str, Any]) -> None:
+        if message.get("type") not in ("progress", "partial"):
+            await self.flush()
+            await self.send(message)
+            return
+        now = asyncio.get_running_loop().time()
+        if not self.pending and now - self.last >= self.interval_s:
+            self.last = now
+            await self.send(message)
+            return
+        self.pending[self.subkey(message)] = message
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.pending:
+            await asyncio.sleep(max(0.0, self.last + self.interval_s - loop.time()))
+            if not self.pending:
+                return
+            key = next(iter(self.pending))
+            message = self.pending.pop(key)
+            self.last = loop.time()
+            await self.send(message)
+
+    async def flush(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.task = None
+        pending, self.pending = list(self.pending.values()), {}
+        for message in pending:
+            await self.send(message)
+        if pending:
+            self.last = asyncio.get_running_loop().time()
+
+    def close(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+class _LiveConsumer(AsyncJsonWebsocketConsumer):
+    group: str | None = None
+
+    async def connect(self) -> None:
+        broadcast.register_server_loop(asyncio.get_running_loop())
+        self.relay = Relay(self.send_json)
+        allowed = await self.authorize()
+        if allowed is not True:
+            await self.close(code=allowed)
+            return
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json(await self.state())
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "relay", None) is not None:
+            self.relay.close()
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs) -> None:
+        if isinstance(content, dict) and content.get("type") == "state":
+            await self.send_json(await self.state())
+
+    async def live_message(self, event: dict[str, Any]) -> None:
+        """Handler of ``broadcast.EVENT_TYPE`` ("live.message")."""
+        await self.relay.push(event["message"])
+
+    async def authorize(self) -> bool | int:
+        raise NotImplementedError
+
+    async def state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class RunConsumer(_LiveConsumer):
+    """``ws/runs/<run_id>/``: the state of one run, then its progress, partials and status."""
+
+    async def authorize(self) -> bool | int:
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        found = await _run_design_id(self.run_id)
+        if found is None:
+            return CLOSE_NOT_FOUND
+        if not await _may_see(self.scope.get("user"), found):
+            return CLOSE_FORBIDDEN
+        self.group = broadcast.run_group(self.run_id)
+        return True
+
+    async def state(self) -> dict[str, Any]:
+        return {"type": "state", "run": await _run_state(self.run_id)}
+
+
+class DesignConsumer(_LiveConsumer):
+    """``ws/designs/<design_id>/``: the design's latest runs, then their status messages."""
+
+    async def authorize(self) -> bool | int:
+        self.design_id = int(self.scope["url_route"]["kwargs"]["design_id"])
+        if not await _may_see(self.scope.get("user"), self.design_id):
+            return CLOSE_FORBIDDEN
+        self.group = broadcast.design_group(self.design_id)
+        return True
+
+    async def state(self) -> dict[str, Any]:
+        return {"type": "design_state", "design": self.design_id, "runs": await _design_runs(self.design_id)}
+
+
+@database_sync_to_async
+def _run_design_id(run_id: int) -> int | None:
+    from scenarios.models import Run
+
+    return Run.objects.filter(pk=run_id).values_list("scenario__design_id", flat=True).first()
+
+
+@database_sync_to_async
+def _may_see(user, design_id: int) -> bool:
+    from scenarios.selectors import user_may_see_design
+
+    if user is None or not user.is_authenticated:
+        return False
+    return user_may_see_design(user, design_id)
+
+
+@database_sync_to_async
+def _run_state(run_id: int) -> dict[str, Any]:
+    from scenarios.choices import RunStatus
+    from scenarios.models import Run
+    from scenarios.selectors import run_state
+    from scenarios.services import runs_reap_stale, stale_after_s
+
+    run = Run.objects.select_related("scenario").get(pk=run_id)
+    if run.status == RunStatus.RUNNING and run.heartbeat is not None:
+        from django.utils import timezone
+
+        if (timezone.now() - run.heartbeat).total_seconds() > stale_after_s():
+            runs_reap_stale()
+            run.refresh_from_db()
+    return run_state(run=run)
+
+
+@database_sync_to_async
+def _design_runs(design_id: int) -> list[dict[str, Any]]:
+    from scenarios.selectors import design_run_states
+    from topology.models import Design
+
+    return design_run_states(design=Design.objects.get(pk=design_id))

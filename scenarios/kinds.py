@@ -1,0 +1,637 @@
+"""The registry of run kinds: how each kind computes, splits into chunks and merges.
+
+A kind is a :class:`RunKindSpec`. ``execute`` computes a whole run in one process; a kind that
+can be split also has ``split`` (the chunks), ``compute_chunk`` (one chunk, JSON in and out so
+any worker can run it) and ``merge`` (exact: the merged result equals ``execute``). Later issues
+(failure and power simulations) register their kinds here; services, tasks, the stream and the
+floor plan need no change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+
+from scenarios.choices import RunKind
+
+#: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
+MAX_SWEEP_NODES = 32_768
+MAX_SWEEP_POINTS = 64
+DEFAULT_SWEEP_POINTS = 8
+#: Tokens a time-to-train figure assumes when the job gives none (assumed: a round 1e12).
+DEFAULT_SWEEP_TOKENS = 1e12
+#: A point beyond which the marginal GPUs deliver less than this share of the per-GPU
+#: throughput of the point before is past the knee ("adding GPUs stops paying").
+KNEE_MARGINAL_EFFICIENCY = 0.5
+MAX_SEARCH_TOP = 100
+DEFAULT_SEARCH_CHUNKS = 4
+
+
+@dataclass
+class RunOutput:
+    """What a finished run saves and streams.
+
+    Attributes
+    ----------
+    summary : dict
+        JSON summary (plain numbers, small lists).
+    arrays : dict[str, ndarray]
+        Large arrays stored as ``RunArray`` rows.
+    rack_values : dict[str, list[float]]
+        Floor-plan metric -> per-rack values (racks by pk) to stream as final partials.
+    """
+
+    summary: dict[str, Any]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rack_values: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """Everything a kind needs to compute one run: the run, its design, the validated core
+    ``Scenario``, the catalog and the run's options."""
+
+    run: Any
+    design: Any
+    scenario: Any
+    catalog: Any
+    options: dict[str, Any]
+
+    @classmethod
+    def load(cls, run) -> RunContext:
+        """Validate the run's scenario against today's catalog (ValidationError if it broke)."""
+        from scenarios.services import scenario_check
+        from topology.selectors import catalog_load
+
+        catalog = catalog_load()
+        scenario = run.scenario
+        core = scenario_check(
+            design=scenario.design,
+            name=scenario.name,
+            job=scenario.job,
+            what_if=scenario.what_if,
+            catalog=catalog,
+        )
+        return cls(
+            run=run, design=scenario.design, scenario=core, catalog=catalog, options=dict(run.options or {})
+        )
+
+    @property
+    def n_racks(self) -> int:
+        from scenarios.metrics import design_rack_arrays
+
+        return int(design_rack_arrays(self.design).rack_pk.size)
+
+    def fabric(self):
+        """The compiled fabric of the scenario: the saved design's (compiled once per design
+        version) when the what-if keeps the cluster, else the cluster the what-if describes."""
+        from scenarios.sim.network import fabric_with_tier_capacity_scale
+        from scenarios.sim.step_time import build_fabric
+
+        if _changes_cluster(self.scenario, self.design):
+            if self.design.generator not in _generators():
+                raise ValidationError(
+                    "what_if: server, NIC speed, oversubscription and node count overrides need a "
+                    "generated design (this one was built by hand)"
+                )
+            return build_fabric(self.scenario, self.catalog)
+        fabric = design_fabric(self.design, self.catalog)
+        scale = self.scenario.what_if.spine_capacity_scale
+        if scale < 1.0:
+            fabric = fabric_with_tier_capacity_scale(fabric, scale)
+        return fabric
+
+
+def _generators() -> tuple[str, ...]:
+    from scenarios.sim.scenario import GENERATORS
+
+    return GENERATORS
+
+
+def _changes_cluster(scenario, design) -> bool:
+    """Whether the what-if asks for a cluster other than the saved design."""
+    from scenarios.services import design_cluster
+
+    w = scenario.what_if
+    if w.server or w.nic_gbps is not None or w.oversubscription is not None:
+        return True
+    return scenario.cluster.nodes != design_cluster(design=design).get("nodes")
+
+
+_FABRICS: OrderedDict[tuple, Any] = OrderedDict()
+FABRIC_CACHE_SIZE = 2
+
+
+def design_fabric(design, catalog):
+    """``compile_plan(design_plan(design))``, cached per design pk, version and update time
+    (a 131,072-GPU design takes seconds to load and compile)."""
+    from topology.fabric.compiled import compile_plan
+    from topology.selectors import design_plan
+
+    key = (design.pk, design.version, design.updated.isoformat() if design.updated else "")
+    if key in _FABRICS:
+        _FABRICS.move_to_end(key)
+        return _FABRICS[key]
+    fabric = compile_plan(design_plan(design=design, catalog=catalog))
+    _FABRICS[key] = fabric
+    while len(_FABRICS) > FABRIC_CACHE_SIZE:
+        _FABRICS.popitem(last=False)
+    return fabric
+
+
+@dataclass(frozen=True)
+class RunKindSpec:
+    """How one kind of run is computed (see the module docstring)."""
+
+    kind: str
+    clean_options: Callable[[Any, dict[str, Any]], dict[str, Any]]
+    execute: Callable[[RunContext, Any], RunOutput]
+    split: Callable[[RunContext], list[dict[str, Any]]] | None = None
+    compute_chunk: Callable[[RunContext, dict[str, Any], Any], dict[str, Any]] | None = None
+    merge: Callable[[RunContext, list[dict[str, Any]]], RunOutput] | None = None
+
+
+def _options_error(key: str, message: str) -> ValidationError:
+    return ValidationError({f"options.{key}": f"options.{key}: {message}"})
+
+
+def _reject_unknown_options(options: dict[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise _options_error(unknown[0], f"unknown option (known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _int_option(options, key, default, lo, hi) -> int:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _options_error(key, f"must be an integer from {lo} to {hi:,} (got {value!r})")
+    return value
+
+
+# --- step ------------------------------------------------------------------------------------------
+
+
+def step_clean_options(scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """A step-time run takes no options."""
+    _reject_unknown_options(options, set())
+    return {}
+
+
+def step_execute(context: RunContext, progress) -> RunOutput:
+    """Predict one step on the scenario's fabric; store per-link, per-rack and per-GPU arrays."""
+    from scenarios.sim.step_time import predict
+
+    progress(0.0, "compiling fabric")
+    fabric = context.fabric()
+    result = predict(context.scenario, catalog=context.catalog, fabric=fabric, on_progress=progress)
+    n_racks = context.n_racks
+    aligned = int(fabric.n_racks) == n_racks
+    rack_slowdown = np.ones(int(fabric.n_racks))
+    np.maximum.at(rack_slowdown, np.asarray(fabric.gpu_rack), np.asarray(result.gpu_slowdown, dtype=float))
+    summary = result.summary()
+    summary["racks_aligned"] = aligned
+    arrays = {
+        "link_utilization": np.asarray(result.link_utilization, dtype=np.float32),
+        "rack_link_utilization": np.asarray(result.rack_link_utilization, dtype=np.float32),
+        "gpu_slowdown": np.asarray(result.gpu_slowdown, dtype=np.float32),
+        "rack_slowdown": rack_slowdown.astype(np.float32),
+    }
+    rack_values = {}
+    if aligned:
+        rack_values = {
+            "link_util": _rounded(arrays["rack_link_utilization"]),
+            "slowdown": _rounded(arrays["rack_slowdown"]),
+        }
+    return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
+
+
+def _rounded(values: np.ndarray, decimals: int = 3) -> list[float]:
+    return np.round(np.asarray(values, dtype=float), decimals).tolist()
+
+
+# --- sweep -----------------------------------------------------------------------------------------
+
+
+def sweep_clean_options(scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """``{"nodes": [int, ...] (default: powers of two up to the design), "batch": "fixed" (the
+    job's global batch at every size; strong scaling) | "scaled" (microbatches per pipeline
+    kept; weak scaling), "tokens": float (time-to-train; default the job's or 1e12),
+    "chunk_size": points per chunk (default 2)}``."""
+    _reject_unknown_options(options, {"nodes", "batch", "tokens", "chunk_size"})
+    batch = options.get("batch", "fixed")
+    if batch not in ("fixed", "scaled"):
+        raise _options_error("batch", f"must be fixed or scaled (got {batch!r})")
+    nodes = options.get("nodes")
+    if nodes is None:
+        nodes = default_sweep_nodes(scenario, batch=batch)
+    if (
+        not isinstance(nodes, list | tuple)
+        or not nodes
+        or not all(
+            isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_SWEEP_NODES for n in nodes
+        )
+    ):
+        raise _options_error(
+            "nodes", f"must be a list of node counts from 1 to {MAX_SWEEP_NODES:,} (got {nodes!r})"
+        )
+    nodes = sorted(set(nodes))
+    if len(nodes) > MAX_SWEEP_POINTS:
+        raise _options_error("nodes", f"must have at most {MAX_SWEEP_POINTS} points (got {len(nodes)})")
+    tokens = options.get("tokens", scenario.job.tokens or DEFAULT_SWEEP_TOKENS)
+    if isinstance(tokens, bool) or not isinstance(tokens, int | float) or not 0 < tokens <= 1e18:
+        raise _options_error("tokens", f"must be a number of tokens > 0 (got {tokens!r})")
+    return {
+        "nodes": nodes,
+        "batch": batch,
+        "tokens": float(tokens),
+        "chunk_size": _int_option(options, "chunk_size", 2, 1, MAX_SWEEP_POINTS),
+    }
+
+
+def default_sweep_nodes(scenario, *, batch: str = "fixed") -> list[int]:
+    """Node counts from one model replica up to the scenario's cluster, doubling (the largest
+    ``DEFAULT_SWEEP_POINTS`` that fit the batch rule), always including the cluster itself."""
+    p = scenario.job.parallel
+    per_server = _gpus_per_server(scenario)
+    replica = p.tp * p.pp * p.cp
+    unit = math.lcm(replica, per_server) // per_server
+    top = max(scenario.cluster.nodes, unit)
+    nodes, n = [], unit
+    while n <= top:
+        nodes.append(n)
+        n *= 2
+    nodes.append(scenario.cluster.nodes)
+    ok = [n for n in sorted(set(nodes)) if _sweep_job(scenario, n, batch)[1] == ""]
+    return ok[-DEFAULT_SWEEP_POINTS:] or [scenario.cluster.nodes]
+
+
+_GPUS_PER_SERVER: dict[str, int] = {}
+
+
+def _gpus_per_server(scenario) -> int:
+    from topology.selectors import catalog_load
+
+    slug = scenario.effective_cluster().server
+    if slug not in _GPUS_PER_SERVER:
+        _GPUS_PER_SERVER[slug] = catalog_load().server(slug).gpus_per_server
+    return _GPUS_PER_SERVER[slug]
+
+
+def _sweep_job(scenario, nodes: int, batch: str):
+    """(scenario at ``nodes``, error text) -- dp follows the GPU count."""
+    from scenarios.sim.scenario import ScenarioError, check_job
+
+    job, p = scenario.job, scenario.job.parallel
+    gpus = nodes * _gpus_per_server(scenario)
+    replica = p.tp * p.pp * p.cp
+    if gpus % replica:
+        return None, f"{gpus} GPUs are not a multiple of tp × pp × cp ({replica})"
+    dp = gpus // replica
+    global_batch = job.global_batch if batch == "fixed" else job.microbatches * job.micro_batch * dp
+    new_job = replace(job, global_batch=global_batch, parallel=replace(p, dp=dp))
+    try:
+        check_job(new_job)
+    except ScenarioError as exc:
+        return None, str(exc)
+    # Tiers, scalable-unit size and switch were sized for the design; let the generator size
+    # them for this cluster.
+    cluster = replace(scenario.cluster, nodes=nodes, tiers=None, su_nodes=None, switch=None)
+    return replace(scenario, cluster=cluster, job=new_job), ""
+
+
+def sweep_point(context: RunContext, index: int, nodes: int) -> dict[str, Any]:
+    """One point of the scaling curve (a prediction on a freshly generated cluster)."""
+    from scenarios.sim.step_time import predict
+
+    options = context.options
+    scenario, error = _sweep_job(context.scenario, nodes, options["batch"])
+    point: dict[str, Any] = {
+        "index": index,
+        "nodes": nodes,
+        "gpus": nodes * _gpus_per_server(context.scenario),
+    }
+    if scenario is not None:
+        try:
+            result = predict(scenario, catalog=context.catalog)
+        except ValueError as exc:  # ScenarioError, FabricError: this size cannot be built
+            error = str(exc)
+    if error:
+        return {**point, "error": error}
+    return {
+        **point,
+        "dp": scenario.job.parallel.dp,
+        "global_batch": scenario.job.global_batch,
+        "step_time_s": result.step_time_s,
+        "tokens_per_s": result.tokens_per_s,
+        "mfu": result.mfu,
+        "model_tflops_per_gpu": result.model_tflops_per_gpu,
+        "memory_gib_per_gpu": result.memory_gib_per_gpu,
+        "fits": bool(result.fits),
+        "max_link_utilization": float(np.max(result.link_utilization, initial=0.0)),
+        "breakdown": dict(result.breakdown),
+        "time_to_train_days": options["tokens"] / result.tokens_per_s / 86400.0,
+        "error": "",
+    }
+
+
+def sweep_split(context: RunContext) -> list[dict[str, Any]]:
+    """Chunks of ``chunk_size`` points: ``{"points": [[index, nodes], ...]}``."""
+    nodes = context.options["nodes"]
+    size = context.options["chunk_size"]
+    points = [[i, n] for i, n in enumerate(nodes)]
+    return [{"points": points[i : i + size]} for i in range(0, len(points), size)]
+
+
+def sweep_compute_chunk(context: RunContext, chunk: dict[str, Any], progress) -> dict[str, Any]:
+    """The points of one chunk, publishing each as it finishes."""
+    total = len(context.options["nodes"])
+    out = []
+    for index, nodes in chunk["points"]:
+        progress.check_cancelled()
+        point = sweep_point(context, index, nodes)
+        out.append(point)
+        progress.item_done(total, f"{nodes} nodes done", partial={"point": _point_brief(point)})
+    return {"points": out}
+
+
+def _point_brief(point: dict[str, Any]) -> dict[str, Any]:
+    keys = ("index", "nodes", "gpus", "step_time_s", "tokens_per_s", "mfu", "time_to_train_days", "error")
+    return {k: point[k] for k in keys if k in point}
+
+
+def sweep_merge(context: RunContext, results: list[dict[str, Any]]) -> RunOutput:
+    """Order the points and derive speedup, per-GPU efficiency and the knee (exact: pure
+    arithmetic on the chunk results, the same for any chunking)."""
+    points = sorted((p for r in results for p in r["points"]), key=lambda p: p["index"])
+    ok = [p for p in points if not p["error"]]
+    if ok:
+        base = ok[0]
+        base_per_gpu = base["tokens_per_s"] / base["gpus"]
+        for p in ok:
+            p["speedup"] = p["tokens_per_s"] / base["tokens_per_s"]
+            p["efficiency"] = (p["tokens_per_s"] / p["gpus"]) / base_per_gpu
+        knee = ok[-1]["gpus"]
+        for prev, cur in itertools.pairwise(ok):
+            marginal = (cur["tokens_per_s"] - prev["tokens_per_s"]) / (cur["gpus"] - prev["gpus"])
+            if marginal < KNEE_MARGINAL_EFFICIENCY * prev["tokens_per_s"] / prev["gpus"]:
+                knee = prev["gpus"]
+                break
+        best = min(ok, key=lambda p: (p["time_to_train_days"], p["gpus"]))
+    summary = {
+        "points": points,
+        "batch": context.options["batch"],
+        "tokens": context.options["tokens"],
+        "knee_gpus": knee if ok else None,
+        "best_time_to_train_gpus": best["gpus"] if ok else None,
+        "failed_points": len(points) - len(ok),
+    }
+    return RunOutput(summary=summary)
+
+
+def sweep_execute(context: RunContext, progress) -> RunOutput:
+    """The whole sweep in one process (what the chunked run must equal)."""
+    every = {"points": [[i, n] for i, n in enumerate(context.options["nodes"])]}
+    return sweep_merge(context, [sweep_compute_chunk(context, every, progress)])
+
+
+# --- layout search -----------------------------------------------------------------------------
+
+
+def search_clean_options(scenario, options: dict[str, Any]) -> dict[str, Any]:
+    """``{"top": best layouts to keep (default 10), "chunks": candidate slices (default 4)}``."""
+    _reject_unknown_options(options, {"top", "chunks"})
+    return {
+        "top": _int_option(options, "top", 10, 1, MAX_SEARCH_TOP),
+        "chunks": _int_option(options, "chunks", DEFAULT_SEARCH_CHUNKS, 1, 64),
+    }
+
+
+def _search_candidates(context: RunContext) -> dict[str, np.ndarray]:
+    from scenarios.sim.search import enumerate_candidates
+
+    job = context.scenario.job
+    gpus = context.scenario.cluster.nodes * _gpus_per_server(context.scenario)
+    return enumerate_candidates(gpus, moe=job.model.moe is not None, global_batch=job.global_batch)
+
+
+def search_split(context: RunContext) -> list[dict[str, Any]]:
+    """Contiguous candidate slices ``{"start", "stop"}`` in enumeration order."""
+    total = int(_search_candidates(context)["tp"].size)
+    chunks = max(1, min(context.options["chunks"], total))
+    edges = np.linspace(0, total, chunks + 1).round().astype(int)
+    return [{"start": int(a), "stop": int(b)} for a, b in itertools.pairwise(edges)]
+
+
+def search_compute_chunk(context: RunContext, chunk: dict[str, Any], progress) -> dict[str, Any]:
+    """Search one slice of the candidates with the core's rules, memory and step model.
+
+    The same method as ``scenarios.sim.search.search_layouts`` (rules, memory, then branch and
+    bound over layout shapes with the free-communication step as the bound) restricted to
+    candidates ``start:stop``; the chunk's best ``top`` are exact for the slice, so the best of
+    all chunks' best is exact for the whole space. Ties are broken by (memory, candidate index)
+    so any chunking gives the same list. ``search_layouts`` takes no slice, hence this mirror;
+    a test checks the two agree.
+    """
+    from scenarios.sim import search as core_search
+    from scenarios.sim.memory import GIB, memory_per_gpu
+
+    progress.check_cancelled()
+    scenario = context.scenario
+    job, model = scenario.job, scenario.job.model
+    gpu, common = _search_common(context)
+    start, stop = chunk["start"], chunk["stop"]
+    c = {k: v[start:stop] for k, v in _search_candidates(context).items()}
+    rejected_mask = np.zeros(stop - start, dtype=bool)
+    rejected = {}
+    failures = core_search._rule_failures(c, model, job.global_batch)
+    for reason, failed in zip(core_search.REJECT_REASONS, failures, strict=False):
+        rejected[reason] = int((failed & ~rejected_mask).sum())
+        rejected_mask |= failed
+    survivors = np.flatnonzero(~rejected_mask)
+    sub = {k: v[survivors] for k, v in c.items()}
+    memory = memory_per_gpu(
+        model,
+        micro_batch=sub["micro_batch"],
+        tp=sub["tp"],
+        pp=sub["pp"],
+        dp=sub["dp"],
+        cp=sub["cp"],
+        ep=sub["ep"],
+        vpp=sub["vpp"],
+        microbatches=job.global_batch // (sub["micro_batch"] * sub["dp"]),
+        recompute=sub["recompute"],
+        zero=sub["zero"],
+        flash=common["flash"],
+        hbm_gib=gpu.hbm_gib,
+    )
+    fits = memory["total"] <= gpu.hbm_gib * GIB
+    rejected[core_search.REJECT_REASONS[-1]] = int((~fits).sum())
+    index = survivors[fits]
+    best = _search_best_of(context, c, index, common, start) if index.size else []
+    progress.item_done(context.options["chunks"], f"candidates {start:,}–{stop:,} searched")
+    return {"best": best, "candidates": stop - start, "valid": int(index.size), "rejected": rejected}
+
+
+def _search_common(context: RunContext):
+    from scenarios.sim.efficiency import EfficiencyParams
+
+    scenario, catalog = context.scenario, context.catalog
+    job = scenario.job
+    server = catalog.server(scenario.effective_cluster().server)
+    gpu = catalog.gpu(scenario.what_if.gpu or server.gpu)
+    common = {
+        "global_batch": job.global_batch,
+        "precision": job.precision,
+        "flash": job.attention == "flash",
+        "overlap_dp": job.overlap_dp,
+        "gpu": gpu,
+        "eff": EfficiencyParams.from_mapping(gpu.efficiency),
+    }
+    return gpu, common
+
+
+def _search_evaluate(model, c, index, comm_time, common):
+    from scenarios.sim.step_time import assemble_step
+
+    return assemble_step(
+        model,
+        micro_batch=c["micro_batch"][index],
+        tp=c["tp"][index],
+        pp=c["pp"][index],
+        dp=c["dp"][index],
+        cp=c["cp"][index],
+        ep=c["ep"][index],
+        vpp=c["vpp"][index],
+        recompute=c["recompute"][index],
+        zero=c["zero"][index],
+        comm_time=comm_time,
+        **common,
+    )
+
+
+def _search_best_of(context: RunContext, c, index: np.ndarray, common, offset: int) -> list[dict[str, Any]]:
+    """The ``top`` fastest of the candidates ``index`` (branch and bound over layout shapes)."""
+    from scenarios.sim.memory import GIB
+    from scenarios.sim.network import comm_table
+    from scenarios.sim.search import RECOMPUTE_NAMES
+
+    top = context.options["top"]
+    job, model = context.scenario.job, context.scenario.job.model
+    bound = np.asarray(
+        _search_evaluate(model, c, index, lambda k, o, size: np.zeros(np.shape(size)), common).step_time_s
+    )
+    keys = np.stack([c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")], axis=1)
+    _, shape_id = np.unique(keys, axis=0, return_inverse=True)
+    shape_id = shape_id.ravel()
+    shape_bound = np.full(shape_id.max() + 1, np.inf)
+    np.minimum.at(shape_bound, shape_id, bound)
+    table = comm_table(context.fabric(), ecmp=context.scenario.what_if.ecmp)
+    kept: list[tuple[np.ndarray, Any]] = []
+    threshold = np.inf
+    for shape in np.argsort(shape_bound, kind="stable"):
+        if shape_bound[shape] > threshold:
+            break
+        batch = index[shape_id == shape]
+        degrees = {k: c[k][batch] for k in ("tp", "pp", "dp", "cp", "ep")}
+        arrays = _search_evaluate(
+            model, c, batch, lambda k, o, size, d=degrees: table.time_s(k, o, size, **d), common
+        )
+        kept.append((batch, arrays))
+        steps = np.concatenate([np.asarray(a.step_time_s) for _, a in kept])
+        if steps.size >= top:
+            threshold = np.partition(steps, top - 1)[top - 1]
+    rows = []
+    gpus, peak = (
+        int(c["dp"][0] * c["tp"][0] * c["pp"][0] * c["cp"][0]),
+        common["gpu"].peak_tflops(job.precision) * 1e12,
+    )
+    for batch, arrays in kept:
+        step, memory = np.asarray(arrays.step_time_s), np.asarray(arrays.memory["total"])
+        for i, j in enumerate(batch):
+            rows.append(
+                {
+                    "tp": int(c["tp"][j]),
+                    "pp": int(c["pp"][j]),
+                    "dp": int(c["dp"][j]),
+                    "cp": int(c["cp"][j]),
+                    "ep": int(c["ep"][j]),
+                    "vpp": int(c["vpp"][j]),
+                    "micro_batch": int(c["micro_batch"][j]),
+                    "recompute": RECOMPUTE_NAMES[int(c["recompute"][j])],
+                    "zero": int(c["zero"][j]),
+                    "step_time_s": float(step[i]),
+                    "mfu": float(arrays.model_flops / step[i] / gpus / peak),
+                    "tokens_per_s": float(job.global_batch * model.seq_len / step[i]),
+                    "memory_gib_per_gpu": float(memory[i] / GIB),
+                    "breakdown": {k: float(np.asarray(v)[i]) for k, v in arrays.breakdown.items()},
+                    "candidate": int(offset + j),
+                }
+            )
+    rows.sort(key=_search_order)
+    return rows[:top]
+
+
+def _search_order(row: dict[str, Any]) -> tuple[float, float, int]:
+    return row["step_time_s"], row["memory_gib_per_gpu"], row["candidate"]
+
+
+def search_merge(context: RunContext, results: list[dict[str, Any]]) -> RunOutput:
+    """Add the counts and keep the fastest ``top`` (ties: less memory, then enumeration order,
+    as the unsplit search orders them)."""
+    from scenarios.sim.search import REJECT_REASONS
+
+    rows = [row for r in results for row in r["best"]]
+    rows.sort(key=_search_order)
+    best = rows[: context.options["top"]]
+    summary = {
+        "best": best,
+        "candidates": sum(r["candidates"] for r in results),
+        "valid": sum(r["valid"] for r in results),
+        "rejected": {reason: sum(r["rejected"].get(reason, 0) for r in results) for reason in REJECT_REASONS},
+    }
+    return RunOutput(summary=summary)
+
+
+def search_execute(context: RunContext, progress) -> RunOutput:
+    """The whole search as one slice (what the chunked run must equal)."""
+    total = int(_search_candidates(context)["tp"].size)
+    one = RunContext(**{**context.__dict__, "options": {**context.options, "chunks": 1}})
+    return search_merge(one, [search_compute_chunk(one, {"start": 0, "stop": total}, progress)])
+
+
+RUN_KINDS: dict[str, RunKindSpec] = {
+    RunKind.STEP: RunKindSpec(kind=RunKind.STEP, clean_options=step_clean_options, execute=step_execute),
+    RunKind.SWEEP: RunKindSpec(
+        kind=RunKind.SWEEP,
+        clean_options=sweep_clean_options,
+        execute=sweep_execute,
+        split=sweep_split,
+        compute_chunk=sweep_compute_chunk,
+        merge=sweep_merge,
+    ),
+    RunKind.SEARCH: RunKindSpec(
+        kind=RunKind.SEARCH,
+        clean_options=search_clean_options,
+        execute=search_execute,
+        split=search_split,
+        compute_chunk=search_compute_chunk,
+        merge=search_merge,
+    ),
+}
+
+
+def run_kind(kind: str) -> RunKindSpec:
+    """The spec of a kind, or ValidationError ``{"kind": ...}`` naming the known ones."""
+    try:
+        return RUN_KINDS[kind]
+    except KeyError:
+        raise ValidationError(
+            {"kind": f"kind: must be one of {', '.join(RUN_KINDS)} (got {kind!r})"}
+        ) from None

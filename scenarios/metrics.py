@@ -1,0 +1,347 @@
+"""The floor-plan metric registry: one value per rack of a design, from the design or a run.
+
+Every metric's ``compute(design=..., run=...)`` returns a float array aligned with the racks of
+the design's first hall ordered by primary key (the order ``design_floor_plan_json`` lists them
+and the fabric compiler indexes them). Design metrics need only the design; run metrics read
+arrays a run stored and return None when the run has not produced them (yet). Categorical
+metrics return indices into ``Metric.categories`` (-1 = no value, e.g. a network rack).
+
+Later issues (failures, power) add entries to ``METRICS``; the floor plan, the stream and the
+page pick them up without other changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+from django.db.models import Count
+from scipy import sparse
+
+Scale = tuple[float, float] | Literal["categorical"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A floor-plan coloring: its label, unit, source and color scale.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (also the ``metric`` of stream messages).
+    label, unit : str
+        What the legend shows.
+    kind : "design" | "run"
+        Whether it needs a run.
+    scale : (min, max) or "categorical"
+        Color scale; values outside are clamped by the page.
+    compute : callable(*, design, run=None) -> ndarray (R,) or None
+    categories : callable(*, design) -> list[str], for categorical metrics
+    description : str
+        One sentence for the legend's tooltip.
+    """
+
+    name: str
+    label: str
+    unit: str
+    kind: Literal["design", "run"]
+    scale: Scale
+    compute: Callable[..., np.ndarray | None] = field(repr=False)
+    categories: Callable[..., list[str]] | None = field(default=None, repr=False)
+    description: str = ""
+
+    def describe(self, *, design=None) -> dict[str, Any]:
+        """The JSON the page's metric registry reads (no values)."""
+        out = {
+            "name": self.name,
+            "label": self.label,
+            "unit": self.unit,
+            "kind": self.kind,
+            "scale": self.scale if self.scale == "categorical" else list(self.scale),
+            "description": self.description,
+        }
+        if self.categories is not None and design is not None:
+            out["categories"] = self.categories(design=design)
+        return out
+
+
+# --- design arrays -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DesignRackArrays:
+    """Per-rack facts of a design's first hall (R racks by pk, F feeds by pk, K feed-rack pairs).
+
+    Attributes
+    ----------
+    rack_pk : ndarray of int, (R,)
+    budget_kw : ndarray, (R,)
+        Power budget of each rack.
+    nameplate_kw : ndarray, (R,)
+        Servers at nameplate (base + GPUs at TDP) plus switches, kW.
+    gpu_type : ndarray of int, (R,)
+        Index into ``gpu_slugs`` of the rack's (first) GPU type; -1 without servers.
+    gpu_slugs : list[str]
+    feed_capacity_kw : ndarray, (F,)
+        Derated capacity of each feed.
+    pair_feed, pair_rack : ndarray of int, (K,)
+        Feed index and rack index of every feed-to-rack connection.
+    """
+
+    rack_pk: np.ndarray
+    budget_kw: np.ndarray
+    nameplate_kw: np.ndarray
+    gpu_type: np.ndarray
+    gpu_slugs: list[str]
+    feed_capacity_kw: np.ndarray
+    pair_feed: np.ndarray
+    pair_rack: np.ndarray
+
+
+def design_rack_arrays(design) -> DesignRackArrays:
+    """Load :class:`DesignRackArrays` (cached per design pk, version and last update)."""
+    stamp = design.updated.isoformat() if design.updated else ""
+    return _design_rack_arrays_cached(design.pk, design.version, stamp)
+
+
+@lru_cache(maxsize=8)
+def _design_rack_arrays_cached(design_pk: int, version: int, stamp: str) -> DesignRackArrays:
+    from topology.models import Node, PowerFeed, Rack, ServerType, Switch
+
+    hall_pk = _first_hall_pk(design_pk)
+    hall_racks = Rack.objects.filter(hall_id=hall_pk)
+    racks = list(hall_racks.order_by("pk").values_list("pk", "power_budget_kw"))
+    rack_pk = np.array([r[0] for r in racks], dtype=np.int64)
+    budget_kw = np.array([r[1] for r in racks], dtype=float)
+    index = _indexer(rack_pk)
+
+    server_rows = {s.pk: s for s in ServerType.objects.select_related("gpu_type")}
+    counts = list(
+        Node.objects.filter(rack__hall_id=hall_pk).values_list("rack", "server_type").annotate(n=Count("pk"))
+    )
+    nameplate_kw = np.zeros(rack_pk.size)
+    gpu_type = np.full(rack_pk.size, -1, dtype=np.int64)
+    gpu_slugs = sorted({server_rows[st].gpu_type.slug for _, st, _ in counts})
+    if counts:
+        c_rack = index(np.array([c[0] for c in counts]))
+        c_kw = np.array([server_rows[c[1]].power_w * c[2] / 1000.0 for c in counts])
+        c_gpu = np.array([gpu_slugs.index(server_rows[c[1]].gpu_type.slug) for c in counts])
+        np.add.at(nameplate_kw, c_rack, c_kw)
+        gpu_type[c_rack] = c_gpu
+    switches = list(Switch.objects.filter(rack__hall_id=hall_pk).values_list("rack", "switch_type__power_w"))
+    if switches:
+        np.add.at(
+            nameplate_kw,
+            index(np.array([s[0] for s in switches])),
+            np.array([s[1] for s in switches], dtype=float) / 1000.0,
+        )
+
+    feeds = list(PowerFeed.objects.filter(design_id=design_pk).order_by("pk").select_related("feed_type"))
+    feed_pk = np.array([f.pk for f in feeds], dtype=np.int64)
+    # Filter on the hall id, not ``rack__in`` a subquery: SQLite plans the latter badly (10 s
+    # instead of 10 ms on a 4,500-rack hall).
+    pairs = list(
+        PowerFeed.racks.through.objects.filter(
+            powerfeed__design_id=design_pk, rack__hall_id=hall_pk
+        ).values_list("powerfeed_id", "rack_id")
+    )
+    pair_feed = _indexer(feed_pk)(np.array([p[0] for p in pairs], dtype=np.int64))
+    pair_rack = index(np.array([p[1] for p in pairs], dtype=np.int64))
+    return DesignRackArrays(
+        rack_pk=rack_pk,
+        budget_kw=budget_kw,
+        nameplate_kw=nameplate_kw,
+        gpu_type=gpu_type,
+        gpu_slugs=gpu_slugs,
+        feed_capacity_kw=np.array([f.feed_type.capacity_kw for f in feeds], dtype=float),
+        pair_feed=pair_feed,
+        pair_rack=pair_rack,
+    )
+
+
+def _first_hall_pk(design_pk: int) -> int | None:
+    from topology.models import Hall
+
+    return Hall.objects.filter(design_id=design_pk).order_by("pk").values_list("pk", flat=True).first()
+
+
+def _indexer(sorted_pks: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    def index(pks: np.ndarray) -> np.ndarray:
+        return np.searchsorted(sorted_pks, np.asarray(pks, dtype=np.int64)).astype(np.int64)
+
+    return index
+
+
+# --- feed loading --------------------------------------------------------------------------------
+
+
+def feed_loads(arrays: DesignRackArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Load fraction of every feed with all feeds up and after the worst single feed loss.
+
+    Each rack draws its nameplate power split equally over its feeds (A and B sides share it);
+    when one feed is lost its share moves equally onto the rack's remaining feeds. For feeds
+    h != g, the extra load on h when g is lost is ``M[h, g] = sum over racks r fed by both of
+    P_r / (n_r (n_r - 1))`` with ``M = A^T diag(w) A`` (A the rack-by-feed incidence), so the
+    worst loss for h is ``max over g != h of M[h, g]`` -- one sparse product, no loop over feeds.
+
+    Returns
+    -------
+    (normal, worst) : ndarray, (F,) each
+        Load / derated capacity.
+    """
+    n_feeds, n_racks = arrays.feed_capacity_kw.size, arrays.rack_pk.size
+    if n_feeds == 0:
+        return np.zeros(0), np.zeros(0)
+    feeds_per_rack = np.bincount(arrays.pair_rack, minlength=n_racks).astype(float)
+    share = np.divide(arrays.nameplate_kw, feeds_per_rack, out=np.zeros(n_racks), where=feeds_per_rack > 0)
+    normal_kw = np.bincount(arrays.pair_feed, weights=share[arrays.pair_rack], minlength=n_feeds)
+    incidence = sparse.csr_matrix(
+        (np.ones(arrays.pair_feed.size), (arrays.pair_rack, arrays.pair_feed)), shape=(n_racks, n_feeds)
+    )
+    moved = np.divide(share, feeds_per_rack - 1.0, out=np.zeros(n_racks), where=feeds_per_rack > 1)
+    extra = (incidence.T @ sparse.diags(moved) @ incidence).tocsr()
+    extra.setdiag(0.0)
+    extra.eliminate_zeros()
+    worst_extra_kw = np.asarray(extra.max(axis=1).todense()).ravel() if extra.nnz else np.zeros(n_feeds)
+    capacity = np.where(arrays.feed_capacity_kw > 0, arrays.feed_capacity_kw, np.inf)
+    return normal_kw / capacity, (normal_kw + worst_extra_kw) / capacity
+
+
+def _rack_max_of_feeds(arrays: DesignRackArrays, per_feed: np.ndarray) -> np.ndarray:
+    out = np.zeros(arrays.rack_pk.size)
+    if per_feed.size:
+        np.maximum.at(out, arrays.pair_rack, per_feed[arrays.pair_feed])
+    return out
+
+
+# --- metric functions ------------------------------------------------------------------------------
+
+
+def rack_power_fraction(*, design, run=None) -> np.ndarray:
+    """Rack IT power at nameplate / rack budget, (R,)."""
+    a = design_rack_arrays(design)
+    return np.divide(a.nameplate_kw, a.budget_kw, out=np.zeros_like(a.budget_kw), where=a.budget_kw > 0)
+
+
+def rack_feed_load(*, design, run=None) -> np.ndarray:
+    """Highest load fraction among each rack's feeds with all feeds up, (R,)."""
+    a = design_rack_arrays(design)
+    return _rack_max_of_feeds(a, feed_loads(a)[0])
+
+
+def rack_feed_load_n1(*, design, run=None) -> np.ndarray:
+    """Highest load fraction among each rack's feeds after the worst single feed loss, (R,)."""
+    a = design_rack_arrays(design)
+    return _rack_max_of_feeds(a, feed_loads(a)[1])
+
+
+def rack_gpu_type(*, design, run=None) -> np.ndarray:
+    """Index of each rack's GPU type in ``gpu_type_names(design)`` (-1 without GPUs), (R,)."""
+    return design_rack_arrays(design).gpu_type.astype(float)
+
+
+def gpu_type_names(*, design) -> list[str]:
+    """Category labels of :func:`rack_gpu_type`."""
+    return list(design_rack_arrays(design).gpu_slugs)
+
+
+def _run_rack_array(name: str) -> Callable[..., np.ndarray | None]:
+    def compute(*, design, run=None) -> np.ndarray | None:
+        if run is None:
+            return None
+        from scenarios.selectors import run_array
+
+        values = run_array(run=run, name=name)
+        if values is None or values.size != design_rack_arrays(design).rack_pk.size:
+            return None
+        return values.astype(float)
+
+    compute.__doc__ = f"The run's stored ``{name}`` array, (R,), or None."
+    return compute
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            name="rack_power",
+            label="Rack IT power vs budget",
+            unit="fraction of budget",
+            kind="design",
+            scale=(0.0, 1.2),
+            compute=rack_power_fraction,
+            description="Servers at nameplate (GPUs at TDP) plus switches, over the rack's power budget.",
+        ),
+        Metric(
+            name="feed_load",
+            label="Feed load (all feeds up)",
+            unit="fraction of derated capacity",
+            kind="design",
+            scale=(0.0, 1.2),
+            compute=rack_feed_load,
+            description="Busiest feed of the rack, racks drawing nameplate power split over their feeds.",
+        ),
+        Metric(
+            name="feed_load_n1",
+            label="Feed load after worst single feed loss",
+            unit="fraction of derated capacity",
+            kind="design",
+            scale=(0.0, 1.2),
+            compute=rack_feed_load_n1,
+            description="Busiest feed of the rack when the one feed whose loss hurts it most fails.",
+        ),
+        Metric(
+            name="link_util",
+            label="Scale-out link utilization (hottest link)",
+            unit="fraction of link capacity",
+            kind="run",
+            scale=(0.0, 1.0),
+            compute=_run_rack_array("rack_link_utilization"),
+            description="Mean utilization over a step of the busiest scale-out link in the rack.",
+        ),
+        Metric(
+            name="slowdown",
+            label="Slow / straggler nodes (worst GPU slowdown)",
+            unit="× nominal compute time",
+            kind="run",
+            scale=(1.0, 1.5),
+            compute=_run_rack_array("rack_slowdown"),
+            description="Largest mean compute-time factor of the rack's GPUs (1 = nominal).",
+        ),
+        Metric(
+            name="gpu_type",
+            label="GPU type",
+            unit="",
+            kind="design",
+            scale="categorical",
+            compute=rack_gpu_type,
+            categories=gpu_type_names,
+            description="The accelerator in the rack's servers.",
+        ),
+    )
+}
+
+#: Metric names by kind, in registry order.
+DESIGN_METRICS = tuple(name for name, m in METRICS.items() if m.kind == "design")
+RUN_METRICS = tuple(name for name, m in METRICS.items() if m.kind == "run")
+
+
+def metric_values(name: str, *, design, run=None, decimals: int = 3) -> list[float] | None:
+    """A metric's per-rack values rounded for the page (None when not available).
+
+    Raises
+    ------
+    KeyError
+        ``metric: unknown 'x' (known: ...)`` for a name not in ``METRICS``.
+    """
+    try:
+        metric = METRICS[name]
+    except KeyError:
+        raise KeyError(f"metric: unknown {name!r} (known: {', '.join(METRICS)})") from None
+    values = metric.compute(design=design, run=run)
+    if values is None:
+        return None
+    return np.round(np.nan_to_num(np.asarray(values, dtype=float), nan=0.0, posinf=0.0), decimals).tolist()

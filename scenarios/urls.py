@@ -1,0 +1,25 @@
+"""URLs of scenarios, runs and comparisons (included at the site root by ``twin/urls.py``)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from scenarios import views
+
+app_name = "scenarios"
+urlpatterns = [
+    path("scenarios/", views.scenario_list, name="scenario-list"),
+    path("scenarios/new/", views.scenario_new, name="scenario-new"),
+    path("scenarios/import/", views.scenario_import, name="scenario-import"),
+    path("scenarios/<int:pk>/", views.scenario_detail, name="scenario-detail"),
+    path("scenarios/<int:pk>/duplicate/", views.scenario_duplicate_view, name="scenario-duplicate"),
+    path("scenarios/<int:pk>/yaml/", views.scenario_yaml, name="scenario-yaml"),
+    path("scenarios/<int:pk>/runs/", views.run_start_view, name="run-start"),
+    path("scenarios/designs/<int:pk>/floor-plan/", views.design_floor_plan, name="design-floor-plan"),
+    path("scenarios/designs/<int:pk>/panel/", views.design_panel, name="design-panel"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/state/", views.run_state_json, name="run-state"),
+    path("runs/<int:pk>/charts/", views.run_charts, name="run-charts"),
+    path("runs/<int:pk>/cancel/", views.run_cancel_view, name="run-cancel"),
+    path("compare/", views.compare, name="compare"),
+]

@@ -1,0 +1,39 @@
+// The design page: floor plan colored by design metrics (fetched, cacheable), rack panel on
+// click, and the scenarios/runs panel kept current by the design's live stream.
+
+import { FloorPlan, bindMetricSelect, planFromJson } from "./floorplan.js";
+import { rackPanelOpener } from "./elevation.js";
+import { LiveSocket } from "./live.js";
+
+const root = document.getElementById("floor-plan");
+const runsPanel = document.getElementById("design-runs");
+
+async function loadFloorPlan() {
+  const response = await fetch(root.dataset.src, { headers: { Accept: "application/json" } });
+  const plan = planFromJson(await response.json());
+  const floor = new FloorPlan(root, plan, {
+    metric: new URLSearchParams(window.location.search).get("metric") || "rack_power",
+    onRackClick: rackPanelOpener(document.getElementById("rack-panel"), root.dataset.rackUrl),
+  });
+  bindMetricSelect(floor, document.querySelector("[data-metric-select]"));
+  window.twinFloorPlan = floor;
+  return floor;
+}
+
+let refreshTimer = 0;
+async function refreshRuns() {
+  const response = await fetch(runsPanel.dataset.src, { headers: { Accept: "text/html" } });
+  if (response.ok) runsPanel.innerHTML = await response.text();
+}
+
+loadFloorPlan();
+refreshRuns();
+const live = new LiveSocket(`/ws/designs/${root.dataset.design}/`, {
+  // A run of this design changed status: reload the panel (debounced; messages can burst).
+  status() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(refreshRuns, 250);
+  },
+});
+live.connect();
+window.twinLive = live;

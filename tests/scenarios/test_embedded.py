@@ -1,0 +1,33 @@
+"""Embedded mode (no Redis): the in-process worker thread really runs runs to completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(180)
+def test_embedded_worker_runs_step_and_split_sweep_to_completion(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "DATABASE_URL"}}
+    env.update(TWIN_VAR_DIR=str(tmp_path), LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="twin.settings")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "scenarios" / "embedded_run.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    step, sweep = report["runs"]
+    assert step == {**step, "status": "succeeded", "progress": 1.0}, step
+    assert sweep["status"] == "succeeded" and sweep["points"] == 3, sweep
+    assert report["orphan"]["status"] == "failed" and "worker lost" in report["orphan"]["error"]

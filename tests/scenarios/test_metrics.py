@@ -1,0 +1,122 @@
+"""The floor-plan metric registry: feed loading (vectorized vs naive), rack power, alignment."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scenarios.metrics import (
+    DESIGN_METRICS,
+    METRICS,
+    RUN_METRICS,
+    DesignRackArrays,
+    feed_loads,
+    metric_values,
+)
+
+
+def naive_feed_loads(a: DesignRackArrays):
+    """Reference: loop over feed losses and racks, exactly as the rule reads."""
+    n_feeds, n_racks = a.feed_capacity_kw.size, a.rack_pk.size
+    feeds_of = [
+        [int(f) for f, r in zip(a.pair_feed, a.pair_rack, strict=True) if r == rack]
+        for rack in range(n_racks)
+    ]
+
+    def loads(lost):
+        kw = np.zeros(n_feeds)
+        for rack in range(n_racks):
+            alive = [f for f in feeds_of[rack] if f != lost]
+            for f in alive:
+                kw[f] += a.nameplate_kw[rack] / len(alive)
+        return kw
+
+    normal = loads(None)
+    worst = normal.copy()
+    for lost in range(n_feeds):
+        after = loads(lost)
+        after[lost] = 0.0
+        worst = np.maximum(worst, after)
+    return normal / a.feed_capacity_kw, worst / a.feed_capacity_kw
+
+
+def random_arrays(seed: int) -> DesignRackArrays:
+    rng = np.random.default_rng(seed)
+    n_racks, n_feeds = int(rng.integers(1, 9)), int(rng.integers(2, 7))
+    pairs = set()
+    for rack in range(n_racks):
+        for f in rng.choice(n_feeds, size=int(rng.integers(2, min(4, n_feeds) + 1)), replace=False):
+            pairs.add((int(f), rack))
+    pair_feed, pair_rack = (np.array(c) for c in zip(*sorted(pairs), strict=True))
+    return DesignRackArrays(
+        rack_pk=np.arange(n_racks) + 10,
+        budget_kw=np.full(n_racks, 40.0),
+        nameplate_kw=rng.uniform(5, 40, n_racks),
+        gpu_type=np.zeros(n_racks, dtype=int),
+        gpu_slugs=["h100-sxm"],
+        feed_capacity_kw=rng.uniform(20, 60, n_feeds),
+        pair_feed=pair_feed,
+        pair_rack=pair_rack,
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_feed_loads_match_the_naive_reference(seed):
+    arrays = random_arrays(seed)
+    normal, worst = feed_loads(arrays)
+    ref_normal, ref_worst = naive_feed_loads(arrays)
+    np.testing.assert_allclose(normal, ref_normal, rtol=1e-12)
+    np.testing.assert_allclose(worst, ref_worst, rtol=1e-12)
+
+
+def test_feed_loss_on_a_two_feed_rack_doubles_the_other_feed():
+    arrays = DesignRackArrays(
+        rack_pk=np.array([1]),
+        budget_kw=np.array([30.0]),
+        nameplate_kw=np.array([20.0]),
+        gpu_type=np.array([0]),
+        gpu_slugs=["x"],
+        feed_capacity_kw=np.array([40.0, 40.0]),
+        pair_feed=np.array([0, 1]),
+        pair_rack=np.array([0, 0]),
+    )
+    normal, worst = feed_loads(arrays)
+    np.testing.assert_allclose(normal, [0.25, 0.25])
+    np.testing.assert_allclose(worst, [0.5, 0.5])
+
+
+def test_registry_has_design_and_run_metrics_with_scales():
+    assert {"rack_power", "feed_load", "feed_load_n1", "gpu_type"} <= set(DESIGN_METRICS)
+    assert {"link_util", "slowdown"} <= set(RUN_METRICS)
+    assert METRICS["gpu_type"].scale == "categorical"
+    for metric in METRICS.values():
+        assert metric.label and metric.kind in ("design", "run")
+
+
+def test_rack_power_is_nameplate_over_budget(design, catalog):
+    from topology.models import Node, Rack
+
+    values = metric_values("rack_power", design=design)
+    racks = list(Rack.objects.filter(hall__design=design).order_by("pk"))
+    assert len(values) == len(racks)
+    server_kw = catalog.server_power_w("dgx-h100") / 1000
+    for rack, value in zip(racks, values, strict=True):
+        switch_kw = sum(s.switch_type.power_w for s in rack.switches.all()) / 1000
+        nameplate = Node.objects.filter(rack=rack).count() * server_kw + switch_kw
+        assert value == pytest.approx(nameplate / rack.power_budget_kw, abs=1e-3)
+
+
+def test_gpu_type_metric_is_categorical_per_rack(design):
+    values = metric_values("gpu_type", design=design)
+    categories = METRICS["gpu_type"].categories(design=design)
+    assert categories == ["h100-sxm"]
+    assert set(values) <= {0.0, -1.0} and 0.0 in values
+
+
+def test_run_metric_is_none_without_a_run(design):
+    assert metric_values("link_util", design=design) is None
+
+
+def test_unknown_metric_names_the_known_ones(design):
+    with pytest.raises(KeyError, match="known: rack_power"):
+        metric_values("nope", design=design)

@@ -1,0 +1,407 @@
+"""Scenario, run and comparison pages: forms and their validation messages next to the fields,
+access control (another team sees nothing), the JSON the live pages read, comparison deltas."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from scenarios.choices import RunKind, RunStatus
+from scenarios.forms import ScenarioForm, default_job
+from scenarios.models import Run, Scenario
+from scenarios.services import scenario_create
+from topology.fabric.generators import generate
+from topology.services import design_create_from_plan, team_create
+
+NODES = 8  # 64 H100 GPUs, a few racks: fast to save and to render
+
+
+@pytest.fixture
+def design(catalog_db, catalog, team, user):
+    plan = generate("rail-optimized", catalog=catalog, server="dgx-h100", nodes=NODES)
+    return design_create_from_plan(plan=plan, name="H100 slice", team=team, user=user)
+
+
+@pytest.fixture
+def scenario(design, user):
+    return scenario_create(
+        design=design, name="Baseline", job=default_job(gpus=NODES * 8), what_if={}, user=user
+    )
+
+
+@pytest.fixture
+def stranger(db, django_user_model):
+    other = django_user_model.objects.create_user("mallory", password="pw-mallory-1")
+    team_create(name="Other", users=[other])
+    return other
+
+
+def _form_data(**overrides) -> dict:
+    initial = ScenarioForm.initial_from(name="Mine", job=default_job(gpus=NODES * 8), what_if={})
+    data = {k: v for k, v in initial.items() if v not in (None, "")}
+    data["overlap_dp"] = "on"
+    data.update(overrides)
+    return data
+
+
+def _field_block(html: str, name: str) -> str:
+    """The markup of one form field's wrapper (label, input, errors)."""
+    start = html.rindex('<div class="field', 0, html.index(f'data-field="{name}"'))
+    end = html.find('<div class="field', start + 10)
+    return html[start : end if end > 0 else len(html)]
+
+
+def _succeeded_run(scenario, **summary) -> Run:
+    return Run.objects.create(
+        scenario=scenario, kind=RunKind.STEP, status=RunStatus.SUCCEEDED, progress=1.0, summary=summary
+    )
+
+
+# --- forms --------------------------------------------------------------------------------------
+
+
+def test_scenario_new_requires_login(client, design):
+    response = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}")
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_scenario_new_prefills_a_job_that_fits_the_design(client, user, design):
+    client.force_login(user)
+    html = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").content.decode()
+    assert re.search(r'name="dp" value="8"', html)
+    response = client.post(reverse("scenarios:scenario-new") + f"?design={design.pk}", _form_data())
+    scenario = Scenario.objects.get(name="Mine")
+    assert response.status_code == 302 and response["Location"] == scenario.get_absolute_url()
+    assert scenario.job["parallel"] == {"tp": 8, "pp": 1, "dp": 8}
+    assert scenario.what_if == {}
+
+
+def test_scenario_form_shows_core_validation_next_to_the_field(client, user, design):
+    client.force_login(user)
+    response = client.post(reverse("scenarios:scenario-new") + f"?design={design.pk}", _form_data(tp="3"))
+    assert response.status_code == 400
+    html = response.content.decode()
+    block = _field_block(html, "tp")
+    assert "has-error" in block and "must divide heads (32)" in block
+    assert "has-error" not in _field_block(html, "pp")
+    assert not Scenario.objects.filter(name="Mine").exists()
+
+
+def test_scenario_form_shows_what_if_errors_next_to_what_if_fields(client, user, design):
+    client.force_login(user)
+    response = client.post(
+        reverse("scenarios:scenario-new") + f"?design={design.pk}", _form_data(straggler_spread="2")
+    )
+    assert response.status_code == 400
+    assert "has-error" in _field_block(response.content.decode(), "straggler_spread")
+    response = client.post(
+        reverse("scenarios:scenario-new") + f"?design={design.pk}", _form_data(server="nope")
+    )
+    assert "has-error" in _field_block(response.content.decode(), "server")
+
+
+def test_scenario_form_maps_service_errors_by_path():
+    from django.core.exceptions import ValidationError
+
+    form = ScenarioForm(data={})
+    form.is_valid()
+    form._errors = {}
+    form.add_service_errors(
+        ValidationError({"job.model.moe.top_k": "job.model.moe.top_k: must be ≤ experts (8)"})
+    )
+    form.add_service_errors(ValidationError({"__all__": "something global"}))
+    assert form.errors["moe_top_k"] == ["must be ≤ experts (8)"]
+    assert form.non_field_errors() == ["something global"]
+
+
+def test_scenario_form_round_trips_job_and_what_if():
+    job = {**default_job(gpus=64), "recompute": "selective"}
+    what_if = {"nic_gbps": 200.0, "slow_nodes": [1, "node00003"], "nodes": 16}
+    initial = ScenarioForm.initial_from(name="x", job=job, what_if=what_if)
+    data = {k: v for k, v in initial.items() if v not in (None, "")}
+    data["overlap_dp"] = "on"
+    form = ScenarioForm(data=data, catalog_choices={"servers": [], "gpus": []})
+    assert form.is_valid(), form.errors
+    assert form.job() == job
+    assert form.what_if() == what_if
+
+
+def test_scenario_edit_saves_and_reports_errors(client, user, scenario):
+    client.force_login(user)
+    url = scenario.get_absolute_url()
+    assert client.post(url, _form_data(name="Renamed", nic_gbps="200")).status_code == 302
+    scenario.refresh_from_db()
+    assert scenario.name == "Renamed" and scenario.what_if == {"nic_gbps": 200.0}
+    response = client.post(url, _form_data(name="Renamed", global_batch="33"))
+    assert response.status_code == 400
+    assert "has-error" in _field_block(response.content.decode(), "global_batch")
+
+
+# --- access control -----------------------------------------------------------------------------
+
+
+def test_pages_of_another_team_are_not_found(client, stranger, scenario):
+    run = _succeeded_run(scenario, step_time_s=1.0)
+    design = scenario.design
+    client.force_login(stranger)
+    rack = design.halls.first().racks.first()
+    for url in (
+        scenario.get_absolute_url(),
+        reverse("scenarios:scenario-yaml", args=[scenario.pk]),
+        reverse("scenarios:scenario-new") + f"?design={design.pk}",
+        run.get_absolute_url(),
+        reverse("scenarios:run-state", args=[run.pk]),
+        reverse("scenarios:run-charts", args=[run.pk]),
+        reverse("scenarios:design-floor-plan", args=[design.pk]),
+        reverse("scenarios:design-panel", args=[design.pk]),
+        reverse("topology:rack-detail", args=[design.pk, rack.pk]),
+        reverse("scenarios:compare") + f"?runs={run.pk}",
+    ):
+        assert client.get(url).status_code == 404, url
+    for url in (
+        reverse("scenarios:run-start", args=[scenario.pk]),
+        reverse("scenarios:run-cancel", args=[run.pk]),
+        reverse("scenarios:scenario-duplicate", args=[scenario.pk]),
+    ):
+        assert client.post(url, {"kind": "step"}).status_code == 404, url
+    assert "Baseline" not in client.get(reverse("scenarios:scenario-list")).content.decode()
+    assert Run.objects.count() == 1 and Scenario.objects.count() == 1
+
+
+# --- scenario actions ---------------------------------------------------------------------------
+
+
+def test_duplicate_as_what_if_copies_and_opens_the_editor(client, user, scenario):
+    client.force_login(user)
+    response = client.post(reverse("scenarios:scenario-duplicate", args=[scenario.pk]))
+    copy = Scenario.objects.exclude(pk=scenario.pk).get()
+    assert copy.name == "Baseline (what-if)" and copy.job == scenario.job
+    assert response["Location"] == copy.get_absolute_url() + "#edit"
+
+
+def test_yaml_export_then_import_gives_the_same_scenario(client, user, scenario):
+    client.force_login(user)
+    text = client.get(reverse("scenarios:scenario-yaml", args=[scenario.pk])).content.decode()
+    assert "version: 1" in text and "parallel:" in text
+    response = client.post(
+        reverse("scenarios:scenario-import"),
+        {"design": scenario.design.pk, "text": text.replace("Baseline", "Copy")},
+    )
+    imported = Scenario.objects.get(name="Copy")
+    assert response.status_code == 302 and imported.job == scenario.job
+
+
+def test_import_shows_yaml_errors(client, user, design):
+    client.force_login(user)
+    response = client.post(reverse("scenarios:scenario-import"), {"design": design.pk, "text": "job: [1, 2"})
+    assert response.status_code == 400 and "not valid YAML" in response.content.decode()
+
+
+def test_run_start_queues_a_run_and_opens_its_page(client, user, scenario):
+    client.force_login(user)
+    response = client.post(reverse("scenarios:run-start", args=[scenario.pk]), {"kind": "step"})
+    run = Run.objects.get()
+    assert run.status == RunStatus.QUEUED and run.kind == RunKind.STEP and run.created_by == user
+    assert response["Location"] == run.get_absolute_url()
+
+
+def test_run_start_rejects_bad_sweep_nodes(client, user, scenario):
+    client.force_login(user)
+    response = client.post(
+        reverse("scenarios:run-start", args=[scenario.pk]),
+        {"kind": "sweep", "sweep_nodes": "8, x"},
+        follow=True,
+    )
+    assert not Run.objects.exists()
+    assert "whole numbers" in response.content.decode()
+
+
+def test_run_cancel_from_the_page(client, user, scenario):
+    run = Run.objects.create(scenario=scenario, kind=RunKind.STEP, status=RunStatus.RUNNING, progress=0.3)
+    client.force_login(user)
+    response = client.post(reverse("scenarios:run-cancel", args=[run.pk]), HTTP_X_REQUESTED_WITH="fetch")
+    assert response.json() == {"status": "cancelled"}
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+
+
+# --- live pages ---------------------------------------------------------------------------------
+
+
+def test_run_page_embeds_state_floor_plan_and_live_script(client, user, scenario):
+    run = Run.objects.create(
+        scenario=scenario, kind=RunKind.STEP, status=RunStatus.RUNNING, progress=0.25, stage="routing"
+    )
+    client.force_login(user)
+    response = client.get(run.get_absolute_url())
+    html = response.content.decode()
+    state = response.context["state"]
+    plan = response.context["floor_plan"]
+    assert state["id"] == run.pk and state["status"] == "running" and state["progress"] == 0.25
+    assert len(plan["racks"]) == scenario.design.halls.first().racks.count()
+    assert 'id="run-state"' in html and 'id="floor-plan-data"' in html
+    assert 'aria-valuenow="25"' in html and "js/run.js" in html
+    assert "vendor/plotly/plotly.min.js" in html  # loaded lazily by charts.js, from the project
+
+
+def test_design_page_points_at_floor_plan_and_panel(client, user, design):
+    client.force_login(user)
+    html = client.get(design.get_absolute_url()).content.decode()
+    assert reverse("scenarios:design-floor-plan", args=[design.pk]) in html
+    assert reverse("scenarios:design-panel", args=[design.pk]) in html
+    assert "js/design.js" in html
+
+
+def test_design_floor_plan_json_is_cached_by_version(client, user, design):
+    client.force_login(user)
+    url = reverse("scenarios:design-floor-plan", args=[design.pk])
+    response = client.get(url)
+    body = response.json()
+    assert body["rows"] == design.halls.first().rows and len(body["racks"]) == design.summary["racks"]
+    assert set(body["values"]) >= {"rack_power", "feed_load", "feed_load_n1", "gpu_type"}
+    again = client.get(url, HTTP_IF_NONE_MATCH=response["ETag"])
+    assert again.status_code == 304
+    design.version += 1
+    design.save()
+    assert client.get(url, HTTP_IF_NONE_MATCH=response["ETag"]).status_code == 200
+
+
+def test_design_panel_lists_scenarios_and_runs(client, user, scenario):
+    _succeeded_run(scenario, step_time_s=1.234)
+    client.force_login(user)
+    html = client.get(reverse("scenarios:design-panel", args=[scenario.design.pk])).content.decode()
+    assert "Baseline" in html and "1.234 s" in html and "New scenario" in html
+
+
+def test_rack_detail_lists_devices_by_u_links_and_feeds(client, user, design):
+    client.force_login(user)
+    rack = design.halls.first().racks.filter(kind=0).order_by("pk").first()
+    body = client.get(reverse("topology:rack-detail", args=[design.pk, rack.pk])).json()
+    assert body["name"] == rack.name and body["u_height"] == rack.u_height
+    servers = [d for d in body["devices"] if d["kind"] == "server"]
+    assert servers and [d["u"] for d in body["devices"]] == sorted(
+        (d["u"] for d in body["devices"]), reverse=True
+    )
+    assert sum(link["count"] for link in body["links"]) == 8 * len(servers)  # 8 NICs per DGX H100
+    assert {f["side"] for f in body["feeds"]} == {"A", "B"}
+    assert 0 < body["nameplate_kw"] <= body["power_budget_kw"]
+
+
+def test_run_charts_by_kind(client, user, scenario):
+    step = _succeeded_run(
+        scenario,
+        step_time_s=2.0,
+        breakdown={"compute": 1.5, "dp": 0.5},
+        memory={"weights": 10.0, "activations": 20.0},
+    )
+    sweep = Run.objects.create(
+        scenario=scenario,
+        kind=RunKind.SWEEP,
+        status=RunStatus.SUCCEEDED,
+        summary={
+            "points": [
+                {
+                    "gpus": 8,
+                    "tokens_per_s": 100.0,
+                    "time_to_train_days": 10.0,
+                    "efficiency": 1.0,
+                    "error": "",
+                },
+                {
+                    "gpus": 16,
+                    "tokens_per_s": 150.0,
+                    "time_to_train_days": 7.0,
+                    "efficiency": 0.75,
+                    "error": "",
+                },
+            ],
+            "knee_gpus": 16,
+        },
+    )
+    search = Run.objects.create(
+        scenario=scenario,
+        kind=RunKind.SEARCH,
+        status=RunStatus.SUCCEEDED,
+        summary={
+            "best": [
+                {
+                    "tp": 8,
+                    "pp": 1,
+                    "dp": 8,
+                    "cp": 1,
+                    "ep": 1,
+                    "vpp": 1,
+                    "micro_batch": 1,
+                    "recompute": "none",
+                    "zero": 1,
+                    "step_time_s": 1.0,
+                    "mfu": 0.4,
+                    "memory_gib_per_gpu": 30.0,
+                    "breakdown": {"compute": 1.0},
+                }
+            ]
+        },
+    )
+    client.force_login(user)
+    ids = {
+        run.kind: [
+            c["id"] for c in client.get(reverse("scenarios:run-charts", args=[run.pk])).json()["charts"]
+        ]
+        for run in (step, sweep, search)
+    }
+    assert ids == {"step": ["breakdown", "memory"], "sweep": ["scaling"], "search": ["search", "breakdown"]}
+    figure = client.get(reverse("scenarios:run-charts", args=[sweep.pk])).json()["charts"][0]["figure"]
+    assert figure["data"][0]["x"] == [8, 16] and figure["data"][1]["y"] == [1.0, 0.75]
+
+
+# --- comparison ---------------------------------------------------------------------------------
+
+
+def test_compare_highlights_better_and_worse(client, user, scenario):
+    base = _succeeded_run(
+        scenario,
+        step_time_s=2.0,
+        mfu=0.40,
+        gpus=64,
+        breakdown={"compute": 1.5, "dp": 0.5},
+        memory={"weights": 10.0},
+    )
+    faster = _succeeded_run(
+        scenario,
+        step_time_s=1.5,
+        mfu=0.38,
+        gpus=64,
+        breakdown={"compute": 1.2, "dp": 0.3},
+        memory={"weights": 10.0},
+    )
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={base.pk},{faster.pk}")
+    rows = {row.label: row for row in response.context["rows"]}
+    step, mfu, gpus = rows["Step time (s)"], rows["MFU"], rows["GPUs"]
+    assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25.0%"
+    assert mfu.cells[1].verdict == "worse" and mfu.differs
+    assert gpus.cells[1].delta_text == "±0 %" and not gpus.differs
+    html = response.content.decode()
+    assert 'data-verdict="better"' in html and 'data-verdict="worse"' in html
+    assert [c["id"] for c in response.context["charts"]] == ["compare-breakdown", "compare-memory"]
+
+
+def test_compare_lists_settings_that_differ(client, user, scenario):
+    from scenarios.services import scenario_duplicate
+
+    other = scenario_duplicate(scenario=scenario, user=user, what_if={"nic_gbps": 200.0})
+    a = _succeeded_run(scenario, step_time_s=1.0)
+    b = _succeeded_run(other, step_time_s=1.1)
+    client.force_login(user)
+    rows = {
+        r.label: r
+        for r in client.get(reverse("scenarios:compare") + f"?runs={a.pk}&runs={b.pk}").context["rows"]
+    }
+    assert rows["what_if.nic_gbps"].differs and [c.text for c in rows["what_if.nic_gbps"].cells] == [
+        "—",
+        "200.0",
+    ]
+    assert not rows["job.parallel.tp"].differs
+    assert rows["Step time (s)"].cells[1].verdict == "worse"
