@@ -430,173 +430,28 @@ def search_split(context: RunContext) -> list[dict[str, Any]]:
 
 
 def search_compute_chunk(context: RunContext, chunk: dict[str, Any], progress) -> dict[str, Any]:
-    """Search one slice of the candidates with the core's rules, memory and step model.
-
-    The same method as ``scenarios.sim.search.search_layouts`` (rules, memory, then branch and
-    bound over layout shapes with the free-communication step as the bound) restricted to
-    candidates ``start:stop``; the chunk's best ``top`` are exact for the slice, so the best of
-    all chunks' best is exact for the whole space. Ties are broken by (memory, candidate index)
-    so any chunking gives the same list. ``search_layouts`` takes no slice, hence this mirror;
-    a test checks the two agree.
-    """
-    from scenarios.sim import search as core_search
-    from scenarios.sim.memory import GIB, memory_per_gpu
+    """Search candidates ``start:stop`` with the core; exact for the slice, so the merge of all
+    slices equals the unsplit search."""
+    from scenarios.sim.search import search_layouts
 
     progress.check_cancelled()
-    scenario = context.scenario
-    job, model = scenario.job, scenario.job.model
-    gpu, common = _search_common(context)
-    start, stop = chunk["start"], chunk["stop"]
-    c = {k: v[start:stop] for k, v in _search_candidates(context).items()}
-    rejected_mask = np.zeros(stop - start, dtype=bool)
-    rejected = {}
-    failures = core_search._rule_failures(c, model, job.global_batch)
-    for reason, failed in zip(core_search.REJECT_REASONS, failures, strict=False):
-        rejected[reason] = int((failed & ~rejected_mask).sum())
-        rejected_mask |= failed
-    survivors = np.flatnonzero(~rejected_mask)
-    sub = {k: v[survivors] for k, v in c.items()}
-    memory = memory_per_gpu(
-        model,
-        micro_batch=sub["micro_batch"],
-        tp=sub["tp"],
-        pp=sub["pp"],
-        dp=sub["dp"],
-        cp=sub["cp"],
-        ep=sub["ep"],
-        vpp=sub["vpp"],
-        microbatches=job.global_batch // (sub["micro_batch"] * sub["dp"]),
-        recompute=sub["recompute"],
-        zero=sub["zero"],
-        flash=common["flash"],
-        hbm_gib=gpu.hbm_gib,
+    result = search_layouts(
+        context.scenario,
+        catalog=context.catalog,
+        fabric=context.fabric(),
+        top_k=context.options["top"],
+        candidates=slice(chunk["start"], chunk["stop"]),
     )
-    fits = memory["total"] <= gpu.hbm_gib * GIB
-    rejected[core_search.REJECT_REASONS[-1]] = int((~fits).sum())
-    index = survivors[fits]
-    best = _search_best_of(context, c, index, common, start) if index.size else []
-    progress.item_done(context.options["chunks"], f"candidates {start:,}–{stop:,} searched")
-    return {"best": best, "candidates": stop - start, "valid": int(index.size), "rejected": rejected}
-
-
-def _search_common(context: RunContext):
-    from scenarios.sim.efficiency import EfficiencyParams
-
-    scenario, catalog = context.scenario, context.catalog
-    job = scenario.job
-    server = catalog.server(scenario.effective_cluster().server)
-    gpu = catalog.gpu(scenario.what_if.gpu or server.gpu)
-    common = {
-        "global_batch": job.global_batch,
-        "precision": job.precision,
-        "flash": job.attention == "flash",
-        "overlap_dp": job.overlap_dp,
-        "gpu": gpu,
-        "eff": EfficiencyParams.from_mapping(gpu.efficiency),
-    }
-    return gpu, common
-
-
-def _search_evaluate(model, c, index, comm_time, common):
-    from scenarios.sim.step_time import assemble_step
-
-    return assemble_step(
-        model,
-        micro_batch=c["micro_batch"][index],
-        tp=c["tp"][index],
-        pp=c["pp"][index],
-        dp=c["dp"][index],
-        cp=c["cp"][index],
-        ep=c["ep"][index],
-        vpp=c["vpp"][index],
-        recompute=c["recompute"][index],
-        zero=c["zero"][index],
-        comm_time=comm_time,
-        **common,
-    )
-
-
-def _search_best_of(context: RunContext, c, index: np.ndarray, common, offset: int) -> list[dict[str, Any]]:
-    """The ``top`` fastest of the candidates ``index`` (branch and bound over layout shapes)."""
-    from scenarios.sim.memory import GIB
-    from scenarios.sim.network import comm_table
-    from scenarios.sim.search import RECOMPUTE_NAMES
-
-    top = context.options["top"]
-    job, model = context.scenario.job, context.scenario.job.model
-    bound = np.asarray(
-        _search_evaluate(model, c, index, lambda k, o, size: np.zeros(np.shape(size)), common).step_time_s
-    )
-    keys = np.stack([c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")], axis=1)
-    _, shape_id = np.unique(keys, axis=0, return_inverse=True)
-    shape_id = shape_id.ravel()
-    shape_bound = np.full(shape_id.max() + 1, np.inf)
-    np.minimum.at(shape_bound, shape_id, bound)
-    table = comm_table(context.fabric(), ecmp=context.scenario.what_if.ecmp)
-    kept: list[tuple[np.ndarray, Any]] = []
-    threshold = np.inf
-    for shape in np.argsort(shape_bound, kind="stable"):
-        if shape_bound[shape] > threshold:
-            break
-        batch = index[shape_id == shape]
-        degrees = {k: c[k][batch] for k in ("tp", "pp", "dp", "cp", "ep")}
-        arrays = _search_evaluate(
-            model, c, batch, lambda k, o, size, d=degrees: table.time_s(k, o, size, **d), common
-        )
-        kept.append((batch, arrays))
-        steps = np.concatenate([np.asarray(a.step_time_s) for _, a in kept])
-        if steps.size >= top:
-            threshold = np.partition(steps, top - 1)[top - 1]
-    rows = []
-    gpus, peak = (
-        int(c["dp"][0] * c["tp"][0] * c["pp"][0] * c["cp"][0]),
-        common["gpu"].peak_tflops(job.precision) * 1e12,
-    )
-    for batch, arrays in kept:
-        step, memory = np.asarray(arrays.step_time_s), np.asarray(arrays.memory["total"])
-        for i, j in enumerate(batch):
-            rows.append(
-                {
-                    "tp": int(c["tp"][j]),
-                    "pp": int(c["pp"][j]),
-                    "dp": int(c["dp"][j]),
-                    "cp": int(c["cp"][j]),
-                    "ep": int(c["ep"][j]),
-                    "vpp": int(c["vpp"][j]),
-                    "micro_batch": int(c["micro_batch"][j]),
-                    "recompute": RECOMPUTE_NAMES[int(c["recompute"][j])],
-                    "zero": int(c["zero"][j]),
-                    "step_time_s": float(step[i]),
-                    "mfu": float(arrays.model_flops / step[i] / gpus / peak),
-                    "tokens_per_s": float(job.global_batch * model.seq_len / step[i]),
-                    "memory_gib_per_gpu": float(memory[i] / GIB),
-                    "breakdown": {k: float(np.asarray(v)[i]) for k, v in arrays.breakdown.items()},
-                    "candidate": int(offset + j),
-                }
-            )
-    rows.sort(key=_search_order)
-    return rows[:top]
-
-
-def _search_order(row: dict[str, Any]) -> tuple[float, float, int]:
-    return row["step_time_s"], row["memory_gib_per_gpu"], row["candidate"]
+    progress.item_done(context.options["chunks"], f"candidates {chunk['start']:,}–{chunk['stop']:,} searched")
+    return result.to_dict()
 
 
 def search_merge(context: RunContext, results: list[dict[str, Any]]) -> RunOutput:
-    """Add the counts and keep the fastest ``top`` (ties: less memory, then enumeration order,
-    as the unsplit search orders them)."""
-    from scenarios.sim.search import REJECT_REASONS
+    """The best ``top`` of all slices and the summed counts (``merge_search_results``)."""
+    from scenarios.sim.search import SearchResult, merge_search_results
 
-    rows = [row for r in results for row in r["best"]]
-    rows.sort(key=_search_order)
-    best = rows[: context.options["top"]]
-    summary = {
-        "best": best,
-        "candidates": sum(r["candidates"] for r in results),
-        "valid": sum(r["valid"] for r in results),
-        "rejected": {reason: sum(r["rejected"].get(reason, 0) for r in results) for reason in REJECT_REASONS},
-    }
-    return RunOutput(summary=summary)
+    merged = merge_search_results([SearchResult(**r) for r in results], top_k=context.options["top"])
+    return RunOutput(summary=merged.to_dict())
 
 
 def search_execute(context: RunContext, progress) -> RunOutput:

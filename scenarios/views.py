@@ -63,7 +63,12 @@ def scenario_list(request):
 @login_required
 def scenario_new(request):
     """A new scenario on ``?design=<pk>``, prefilled with a job that fits the design."""
-    design = _visible_design(request.user, request.GET.get("design") or request.POST.get("design"))
+    design_pk = request.GET.get("design") or request.POST.get("design")
+    if not design_pk:
+        # Reached from the navigation or a bookmark: let the user pick the design first.
+        designs = Design.objects.visible_to(request.user).select_related("team")
+        return render(request, "scenarios/scenario_choose_design.html", {"designs": designs})
+    design = _visible_design(request.user, design_pk)
     form = ScenarioForm(
         request.POST or None, catalog_choices=_catalog_choices(), initial=_new_initial(design)
     )

@@ -140,7 +140,13 @@ def _rule_failures(c: dict[str, np.ndarray], model, global_batch: int) -> list[n
 
 
 def search_layouts(
-    scenario: Scenario, *, catalog, fabric=None, top_k: int = 10, on_progress=None
+    scenario: Scenario,
+    *,
+    catalog,
+    fabric=None,
+    top_k: int = 10,
+    on_progress=None,
+    candidates: slice | None = None,
 ) -> SearchResult:
     """Search the parallel layouts of ``scenario``'s job on its cluster.
 
@@ -154,6 +160,10 @@ def search_layouts(
     top_k : int
         How many of the fastest layouts to return (>= 1).
     on_progress : callable(fraction, message), optional
+    candidates : slice, optional
+        Search only this slice of the enumeration (``enumerate_candidates`` order), so that
+        workers can split the space; ``merge_search_results`` of the slices' results equals the
+        whole search (each slice's top K is exact for the slice; ties break by candidate index).
 
     Returns
     -------
@@ -173,6 +183,9 @@ def search_layouts(
     gpus = int(fabric.n_gpus)
     model = job.model
     c = enumerate_candidates(gpus, moe=model.moe is not None, global_batch=job.global_batch)
+    window = candidates or slice(0, c["tp"].size)
+    offset = window.indices(c["tp"].size)[0]
+    c = {k: v[window] for k, v in c.items()}
     total = c["tp"].size
     rejected_mask = np.zeros(total, dtype=bool)
     rejected = {}
@@ -238,7 +251,7 @@ def search_layouts(
             threshold = np.partition(steps, top_k - 1)[top_k - 1]
     if on_progress is not None:
         on_progress(1.0, "done")
-    best = _best(c, kept_index, kept_rows, job, gpu, gpus, top_k)
+    best = _best(c, kept_index, kept_rows, job, gpu, gpus, top_k, offset)
     return SearchResult(best=best, candidates=total, valid=int(index.size), rejected=rejected)
 
 
@@ -282,7 +295,7 @@ def _shapes(c, index, bound):
     return shape_id, best
 
 
-def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int) -> list[dict[str, Any]]:
+def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int, offset: int) -> list[dict[str, Any]]:
     index = np.concatenate(kept_index)
     step = np.concatenate([np.asarray(a.step_time_s) for a in kept_rows])
     memory = np.concatenate([np.asarray(a.memory["total"]) for a in kept_rows])
@@ -290,7 +303,8 @@ def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int) -> list[dic
         k: np.concatenate([np.asarray(a.breakdown[k]) for a in kept_rows]) for k in kept_rows[0].breakdown
     }
     model_flops = float(kept_rows[0].model_flops)
-    order = np.lexsort((memory, step))[:top_k]
+    # Fastest first; ties: less memory, then enumeration order (so any slicing agrees).
+    order = np.lexsort((index, memory, step))[:top_k]
     peak = gpu.peak_tflops(job.precision) * 1e12
     rows = []
     for i in order:
@@ -311,6 +325,21 @@ def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int) -> list[dic
                 "tokens_per_s": float(job.global_batch * job.model.seq_len / step[i]),
                 "memory_gib_per_gpu": float(memory[i] / GIB),
                 "breakdown": {k: float(v[i]) for k, v in breakdown.items()},
+                "candidate": int(offset + j),
             }
         )
     return rows
+
+
+def merge_search_results(results: list[SearchResult], *, top_k: int) -> SearchResult:
+    """Combine the results of disjoint candidate slices into the result of their union."""
+    rows = sorted(
+        (row for r in results for row in r.best),
+        key=lambda row: (row["step_time_s"], row["memory_gib_per_gpu"], row["candidate"]),
+    )
+    return SearchResult(
+        best=rows[:top_k],
+        candidates=sum(r.candidates for r in results),
+        valid=sum(r.valid for r in results),
+        rejected={reason: sum(r.rejected.get(reason, 0) for r in results) for reason in REJECT_REASONS},
+    )

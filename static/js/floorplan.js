@@ -455,11 +455,10 @@ export function bindMetricSelect(floor, select) {
   if (!select) return;
   const fill = () => {
     const current = floor.current?.name;
-    select.replaceChildren(
-      ...[...floor.metrics.values()]
-        .filter((m) => m.values)
-        .map((m) => new Option(m.label, m.name, false, m.name === current)),
-    );
+    // The current metric stays listed even before it has values (a run still streaming), so the
+    // select always names what the legend shows.
+    const listed = [...floor.metrics.values()].filter((m) => m.values || m.name === current);
+    select.replaceChildren(...listed.map((m) => new Option(m.label, m.name, false, m.name === current)));
   };
   fill();
   select.addEventListener("change", () => floor.setMetric(select.value));

@@ -405,3 +405,12 @@ def test_compare_lists_settings_that_differ(client, user, scenario):
     ]
     assert not rows["job.parallel.tp"].differs
     assert rows["Step time (s)"].cells[1].verdict == "worse"
+
+
+def test_new_scenario_without_a_design_lets_the_user_choose_one(client, user, design):
+    client.force_login(user)
+    response = client.get(reverse("scenarios:scenario-new"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert design.name in html
+    assert f"?design={design.pk}" in html

@@ -75,3 +75,19 @@ def test_search_layouts_branch_and_bound_equals_exhaustive(catalog, monkeypatch)
     exhaustive = search_layouts(scenario, catalog=catalog, fabric=fabric(4), top_k=8)
     assert [r["step_time_s"] for r in pruned.best] == [r["step_time_s"] for r in exhaustive.best]
     assert pruned.rejected == exhaustive.rejected
+
+
+def test_search_layouts_slices_merge_to_the_whole_search(catalog):
+    from scenarios.sim.search import merge_search_results
+
+    scenario = parse_scenario(scenario_dict())
+    whole = search_layouts(scenario, catalog=catalog, top_k=6)
+    edges = [0, 97, 1000, 2500, whole.candidates]
+    parts = [
+        search_layouts(scenario, catalog=catalog, top_k=6, candidates=slice(a, b))
+        for a, b in zip(edges, edges[1:], strict=False)
+    ]
+    assert [p.candidates for p in parts] == [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    merged = merge_search_results(parts, top_k=6)
+    assert merged == whole
+    assert all(row["candidate"] >= 0 for row in whole.best)
