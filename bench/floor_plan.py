@@ -31,15 +31,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.e2e.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="/static/css/twin.css"><link rel="stylesheet" href="/static/css/live.css">
@@ -223,7 +217,7 @@ def main() -> int:
     ]
     from playwright.sync_api import sync_playwright
 
-    chromium = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    chromium = chromium_path()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         loads = []

@@ -26,14 +26,6 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def free_port() -> int:
@@ -135,14 +127,13 @@ def main() -> None:
         env = setup_environment(var_dir)
         run = seed()
         from scenarios import broadcast
+        from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
 
         port = free_port()
         daphne = start_daphne(env, port)
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(
-                    executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"), args=CHROMIUM_ARGS
-                )
+                browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
                 page = browser.new_page()
                 page.goto(f"http://127.0.0.1:{port}/login/")
                 page.fill("input[name=username]", "bench")

@@ -96,6 +96,17 @@ def run_state(*, run: Run) -> dict[str, Any]:
             values = run_rack_values(run=run, metric=name)
             if values is not None:
                 rack_values[name] = values
+    return {**run_state_brief(run=run), "rack_values": rack_values}
+
+
+def design_run_states(*, design, limit: int = 20) -> list[dict[str, Any]]:
+    """Brief states (no rack values) of the design's latest runs, newest first."""
+    runs = Run.objects.filter(scenario__design=design).select_related("scenario")[:limit]
+    return [run_state_brief(run=run) for run in runs]
+
+
+def run_state_brief(*, run: Run) -> dict[str, Any]:
+    """``run_state`` without rack values (what the design page lists)."""
     return {
         "id": run.pk,
         "scenario": {"id": run.scenario_id, "name": run.scenario.name},
@@ -113,35 +124,6 @@ def run_state(*, run: Run) -> dict[str, Any]:
         "finished": _iso(run.finished),
         "duration_s": run.duration_s,
         "active": run.is_active,
-        "rack_values": rack_values,
-    }
-
-
-def design_run_states(*, design, limit: int = 20) -> list[dict[str, Any]]:
-    """Brief states (no rack values) of the design's latest runs, newest first."""
-    runs = Run.objects.filter(scenario__design=design).select_related("scenario")[:limit]
-    out = []
-    for run in runs:
-        state = run_state_brief(run=run)
-        out.append(state)
-    return out
-
-
-def run_state_brief(*, run: Run) -> dict[str, Any]:
-    """``run_state`` without rack values (what the design page lists)."""
-    return {
-        "id": run.pk,
-        "scenario": {"id": run.scenario_id, "name": run.scenario.name},
-        "design": run.scenario.design_id,
-        "kind": run.kind,
-        "status": run.status,
-        "status_label": run.get_status_display(),
-        "progress": round(float(run.progress), 4),
-        "stage": run.stage,
-        "error": run.error,
-        "summary": brief_summary(run.kind, run.summary or {}),
-        "created": _iso(run.created),
-        "finished": _iso(run.finished),
     }
 
 

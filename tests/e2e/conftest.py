@@ -17,7 +17,6 @@ E2E_REQUIRED=1 they fail instead.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,17 +32,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 E2E_USER = "e2e"
 E2E_PASSWORD = "pw-e2e-twin-1"
 E2E_DESIGN = "E2E H100 x16"
@@ -72,8 +65,9 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def chromium_path() -> str:
-    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+def installed_chromium() -> str:
+    """The system Chromium's path; skips (or fails when E2E_REQUIRED=1) if it is missing."""
+    path = chromium_path()
     if not Path(path).exists():
         skip_or_fail(f"no Chromium at {path} (set CHROMIUM_PATH or apt-get install chromium)")
     return path
@@ -245,7 +239,7 @@ def redis_site(tmp_path: Path, database_url: str, redis_url: str) -> Iterator[Li
 
 @pytest.fixture(scope="session")
 def browser():
-    path = chromium_path()
+    path = installed_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

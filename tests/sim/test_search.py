@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 
@@ -85,9 +86,9 @@ def test_search_layouts_slices_merge_to_the_whole_search(catalog):
     edges = [0, 97, 1000, 2500, whole.candidates]
     parts = [
         search_layouts(scenario, catalog=catalog, top_k=6, candidates=slice(a, b))
-        for a, b in zip(edges, edges[1:], strict=False)
+        for a, b in itertools.pairwise(edges)
     ]
-    assert [p.candidates for p in parts] == [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    assert [p.candidates for p in parts] == [b - a for a, b in itertools.pairwise(edges)]
     merged = merge_search_results(parts, top_k=6)
     assert merged == whole
     assert all(row["candidate"] >= 0 for row in whole.best)
