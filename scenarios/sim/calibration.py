@@ -1,0 +1,58 @@
+"""Published measurements to check the step-time model against (pure; used by the calibration
+test and ``bench/calibration.py``).
+
+A calibration file is a scenario list in the scenario format, each entry with a ``measured``
+block: ``step_time_s``, or ``model_tflops_per_gpu`` (then the step time it implies is compared)
+and optionally ``mfu``. The fitted set is ``../shared/calibration`` (beside the repository, or
+``TWIN_CALIBRATION_DIR``); held-out rows the constants were not fitted to live in
+``docs/calibration``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scenarios.sim.flops import model_flops_per_step
+from scenarios.sim.scenario import Scenario, parse_scenario
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HELD_OUT_DIR = REPO_ROOT / "docs" / "calibration"
+
+
+def fitted_dir() -> Path:
+    """The shared calibration set: ``TWIN_CALIBRATION_DIR`` or ``../shared/calibration``."""
+    configured = os.environ.get("TWIN_CALIBRATION_DIR")
+    return Path(configured) if configured else REPO_ROOT.parent / "shared" / "calibration"
+
+
+@dataclass(frozen=True)
+class CalibrationCase:
+    """One published run: the scenario and what was measured."""
+
+    scenario: Scenario
+    measured: dict[str, Any]
+    source_file: str
+
+    @property
+    def measured_step_time_s(self) -> float:
+        """The measured step time, or the one implied by a published model TFLOP/s per GPU."""
+        if "step_time_s" in self.measured:
+            return float(self.measured["step_time_s"])
+        job = self.scenario.job
+        flops = float(model_flops_per_step(job.model, job.global_batch))
+        return flops / (self.measured["model_tflops_per_gpu"] * 1e12 * job.parallel.gpus)
+
+
+def load_cases(directory: Path) -> list[CalibrationCase]:
+    """Every scenario with a ``measured`` block in the directory's YAML files (sorted by file)."""
+    cases = []
+    for path in sorted(Path(directory).glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for entry in data.get("scenarios") or []:
+            cases.append(CalibrationCase(parse_scenario(entry), dict(entry["measured"]), path.name))
+    return cases
