@@ -1,8 +1,9 @@
 """Benchmark: the live floor plan in Chromium with a 131,072-GPU design (16,384 DGX H100 nodes).
 
-Serves the project's real page scripts (``static/js/run.js`` and the modules it imports) with a
-run page whose embedded floor-plan JSON has the shape ``design_floor_plan_json`` returns, built
-from the pure generator's hall (no database needed), then measures in the system Chromium:
+Renders the real run page (``templates/scenarios/run_detail.html`` with unsaved model instances)
+with its real scripts, and an embedded floor-plan JSON of the shape ``design_floor_plan_json``
+returns, built from the pure generator's hall (no database needed), then measures in the system
+Chromium:
 
 - first paint: navigation start -> the floor plan's first full paint (``floorplan:first-paint``
   mark) and -> the next animation frame (pixels on screen); median over page loads;
@@ -34,32 +35,6 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "twin.settings")
-
-PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="/static/css/twin.css"><link rel="stylesheet" href="/static/css/live.css">
-<link rel="modulepreload" href="/static/js/run.js"><link rel="modulepreload" href="/static/js/floorplan.js">
-<link rel="modulepreload" href="/static/js/live.js"><link rel="modulepreload" href="/static/js/elevation.js">
-<link rel="modulepreload" href="/static/js/summary.js"><link rel="modulepreload" href="/static/js/charts.js">
-</head>
-<body><main>
-<div id="run-page" data-run="1" data-status="running" data-metric="link_util" data-charts-url="/charts/"
-     data-plotly-src="/static/vendor/plotly/plotly.min.js">
-<section class="panel run-head"><span class="status running" data-status>Running</span>
-  <div class="progress" aria-valuenow="0" data-status="running"><span></span></div>
-  <span data-progress-text>0 %</span><span class="stage" data-stage></span>
-  <form data-cancel-form action="/cancel/"><button>Cancel</button></form><span data-socket></span></section>
-<div class="error-box" data-error hidden></div>
-<div class="two-col"><section class="panel hall">
-  <div class="fp-toolbar"><select data-metric-select></select></div>
-  <div class="fp" id="floor-plan" data-rack-url="/racks/0/"><div class="fp-legend"></div>
-  <canvas></canvas><div class="fp-card" hidden></div></div></section>
-  <aside><section class="panel"><dl class="figures" data-summary></dl></section>
-  <section class="panel rack-panel" id="rack-panel" hidden><h2 class="rack-title"></h2>
-  <div class="rack-body"></div></section></aside></div><div class="charts" id="charts"></div></div></main>
-<script id="run-state" type="application/json">__STATE__</script>
-<script id="floor-plan-data" type="application/json">__PLAN__</script>
-<script type="module" src="/static/js/run.js"></script>
-</body></html>"""
 
 
 def floor_plan_json(nodes: int) -> dict:
@@ -103,6 +78,30 @@ def floor_plan_json(nodes: int) -> dict:
         "values": values,
         "power": {"budget_kw": np.round(budget, 2).tolist(), "nameplate_kw": np.round(nameplate, 2).tolist()},
     }
+
+
+def run_page(plan: dict, state: dict) -> str:
+    """The run page as the server renders it, for a running step run (no database)."""
+    from django.contrib.auth.models import AnonymousUser
+    from django.template.loader import render_to_string
+
+    from scenarios.models import Run, Scenario
+    from topology.models import Design
+
+    design = Design(pk=1, name=plan["name"])
+    scenario = Scenario(pk=1, name="bench", design=design)
+    run = Run(pk=1, scenario=scenario, kind="step", status="running", progress=0.1, stage="routing")
+    context = {
+        "run": run,
+        "scenario": scenario,
+        "design": design,
+        "state": state,
+        "floor_plan": plan,
+        "metric": "link_util",
+        "user": AnonymousUser(),
+        "csrf_token": "bench",
+    }
+    return render_to_string("scenarios/run_detail.html", context)
 
 
 def run_state() -> dict:
@@ -200,7 +199,7 @@ def main() -> int:
     plan = floor_plan_json(args.nodes)
     n_racks = len(plan["racks"])
     plan_text = json.dumps(plan, separators=(",", ":")).replace("</", "<\\/")
-    html = PAGE.replace("__PLAN__", plan_text).replace("__STATE__", json.dumps(run_state()))
+    html = run_page(plan, run_state())
     server, url = serve(html)
     rng = np.random.default_rng(1)
     messages = [
