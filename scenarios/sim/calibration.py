@@ -3,8 +3,8 @@ test and ``bench/calibration.py``).
 
 A calibration file is a scenario list in the scenario format, each entry with a ``measured``
 block: ``step_time_s``, or ``model_tflops_per_gpu`` (then the step time it implies is compared)
-and optionally ``mfu``. The fitted set is ``../shared/calibration`` (beside the repository, or
-``TWIN_CALIBRATION_DIR``); held-out rows the constants were not fitted to live in
+and optionally ``mfu``. The fitted set is ``shared/calibration`` beside the repository (see
+``fitted_dir``); held-out rows the constants were not fitted to live in
 ``docs/calibration``.
 """
 
@@ -25,9 +25,14 @@ HELD_OUT_DIR = REPO_ROOT / "docs" / "calibration"
 
 
 def fitted_dir() -> Path:
-    """The shared calibration set: ``TWIN_CALIBRATION_DIR`` or ``../shared/calibration``."""
+    """The shared calibration set: ``TWIN_CALIBRATION_DIR``, else ``shared/calibration`` beside
+    the repository (how the team's machines and CI lay it out), else this workplace's
+    ``/work/shared/calibration``; the first that exists (or the sibling path, to name in errors)."""
     configured = os.environ.get("TWIN_CALIBRATION_DIR")
-    return Path(configured) if configured else REPO_ROOT.parent / "shared" / "calibration"
+    if configured:
+        return Path(configured)
+    candidates = (REPO_ROOT.parent / "shared" / "calibration", Path("/work/shared/calibration"))
+    return next((path for path in candidates if path.is_dir()), candidates[0])
 
 
 @dataclass(frozen=True)
