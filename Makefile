@@ -41,7 +41,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: install  ## print the performance figures (see bench/README.md)
+bench: install  ## print the performance figures (each bench/*.py says what it measures)
 	for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
