@@ -82,8 +82,12 @@ def _create_scenario_and_run(page) -> None:
 
 def _watch_run(page) -> None:
     """The progress bar moves and racks change color through live messages, then charts appear."""
-    page.wait_for_function("window.twinLive && window.twinLive.stats.opened >= 1", timeout=30_000)
-    first_state = page.evaluate("window.twinLive.stats.last.state && window.twinLive.stats.last.state.run")
+    # The socket opens first; the consumer's stored-state message follows it over the wire.
+    page.wait_for_function(
+        "window.twinLive && window.twinLive.stats.opened >= 1 && window.twinLive.stats.last.state",
+        timeout=30_000,
+    )
+    first_state = page.evaluate("window.twinLive.stats.last.state.run")
     assert first_state and first_state["status"] in ("queued", "running"), (
         f"the run finished before the page connected; the flow saw no live update: {first_state}"
     )
