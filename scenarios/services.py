@@ -300,7 +300,8 @@ def scenario_from_yaml(*, text: str, design=None, user) -> Scenario:
 
 
 def _design_for_cluster(cluster: Mapping[str, Any], parsed, user):
-    from topology.fabric.generators import generate
+    from scenarios.sim.scenario import ScenarioError
+    from scenarios.sim.step_time import cluster_plan
     from topology.models import Design
     from topology.selectors import catalog_load
     from topology.services import design_create_from_plan
@@ -308,21 +309,10 @@ def _design_for_cluster(cluster: Mapping[str, Any], parsed, user):
     team = user.teams.order_by("pk").first() if user is not None and user.is_authenticated else None
     if team is None:
         raise ValidationError({"design": "choose a design (you belong to no team to create one in)"})
-    spec = parsed.cluster
     try:
-        plan = generate(
-            spec.generator,
-            catalog=catalog_load(),
-            server=spec.server,
-            nodes=spec.nodes,
-            oversubscription=spec.oversubscription,
-            nic_gbps=spec.nic_gbps,
-            su_nodes=spec.su_nodes,
-            switch=spec.switch,
-            tiers=spec.tiers,
-        )
-    except ValueError as exc:
-        raise ValidationError({"cluster": f"cluster: {exc}"}) from None
+        plan = cluster_plan(parsed.cluster, catalog_load())
+    except ScenarioError as exc:
+        raise ValidationError({"cluster": str(exc)}) from None
     name, n = f"{parsed.name} cluster", 2
     while Design.objects.filter(team=team, name=name).exists():
         name, n = f"{parsed.name} cluster {n}", n + 1

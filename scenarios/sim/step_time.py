@@ -390,14 +390,13 @@ def _progress(on_progress, fraction: float, message: str) -> None:
         on_progress(fraction, message)
 
 
-def build_fabric(scenario: Scenario, catalog):
-    """Generate and compile the scenario's cluster (with what-if capacity changes applied)."""
-    from topology.fabric.compiled import compile_plan
+def cluster_plan(cluster, catalog):
+    """Generate the ``FabricPlan`` a scenario's ``cluster:`` describes (``ScenarioError`` naming
+    the cluster when the generator cannot build it)."""
     from topology.fabric.generators import generate
 
-    cluster = scenario.effective_cluster()
     try:
-        plan = generate(
+        return generate(
             cluster.generator,
             catalog=catalog,
             server=cluster.server,
@@ -410,6 +409,13 @@ def build_fabric(scenario: Scenario, catalog):
         )
     except ValueError as exc:
         raise ScenarioError(f"cluster: {exc}") from None
+
+
+def build_fabric(scenario: Scenario, catalog):
+    """Generate and compile the scenario's cluster (with what-if capacity changes applied)."""
+    from topology.fabric.compiled import compile_plan
+
+    plan = cluster_plan(scenario.effective_cluster(), catalog)
     fabric = compile_plan(plan)
     scale = scenario.what_if.spine_capacity_scale
     if scale < 1.0:
