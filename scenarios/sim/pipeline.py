@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PhaseTimeline", "bubble_fraction", "phase_timeline", "pipeline_time_s", "stage_layers"]
+__all__ = ["PHASE_KINDS", "PHASE_LABELS", "PhaseTimeline", "StageTimeline", "bubble_fraction", "phase_timeline", "pipeline_time_s", "stage_layers"]
 
 
 def bubble_fraction(pp, vpp, microbatches) -> np.ndarray:
@@ -55,6 +55,63 @@ def stage_layers(layers: int, pp) -> tuple[np.ndarray, np.ndarray]:
     inner = np.where(rest_slack >= p - 1, per_stage - 1, per_stage)
     inner = np.where(p == 1, layers, inner)
     return inner.astype(float), last.astype(float)
+
+
+#: Kinds of the phases of a step on one pipeline stage (codes are indices). "comm" is exposed
+#: tensor/context/expert-parallel communication inside a forward or backward pass; "pp_wait" the
+#: exposed pipeline send/receive; "bubble" the schedule's fill/drain idle; "dp" exposed
+#: data-parallel gradient/parameter synchronisation; "straggler" the wait for the slowest GPU;
+#: "idle" a GPU that is not in the job (it never appears inside a stage's phases).
+PHASE_KINDS = ("forward", "backward", "comm", "pp_wait", "bubble", "dp", "optimizer", "straggler", "idle")
+PHASE_LABELS = {
+    "forward": "Forward compute",
+    "backward": "Backward compute (incl. recompute)",
+    "comm": "Exposed TP/CP/EP communication",
+    "pp_wait": "Pipeline send/receive",
+    "bubble": "Pipeline bubble",
+    "dp": "Exposed data-parallel communication",
+    "optimizer": "Optimizer step",
+    "straggler": "Straggler wait",
+    "idle": "Idle (not in the job)",
+}
+
+
+@dataclass(frozen=True)
+class StageTimeline:
+    """The ordered phases of one training step on every pipeline stage (S stages, K phases
+    at most per stage; rows are padded).
+
+    Attributes
+    ----------
+    kind : ndarray of int8, shape (S, K)
+        Index into ``PHASE_KINDS``; -1 pads a row after its ``n_phases[s]`` phases.
+    start_s, duration_s : ndarray of float, shape (S, K)
+        Start (from the step's start) and length of each phase (s); 0 in the padding. On every
+        stage the phases tile ``[0, step_time_s]`` exactly.
+    microbatch, chunk : ndarray of int32, shape (S, K)
+        Microbatch and virtual-stage (model chunk) index of forward/backward/comm/pp_wait
+        phases; -1 otherwise.
+    n_phases : ndarray of int, shape (S,)
+    step_time_s : float
+    gpu_stage : ndarray of int, shape (G,)
+        Pipeline stage of every GPU of the fabric; -1 for a GPU that is not in the job.
+    vpp : int
+        Virtual stages (model chunks) per GPU of the schedule that produced it.
+    """
+
+    kind: np.ndarray
+    start_s: np.ndarray
+    duration_s: np.ndarray
+    microbatch: np.ndarray
+    chunk: np.ndarray
+    n_phases: np.ndarray
+    step_time_s: float
+    gpu_stage: np.ndarray
+    vpp: int = 1
+
+    @property
+    def n_stages(self) -> int:
+        return int(self.kind.shape[0])
 
 
 @dataclass(frozen=True)
