@@ -228,8 +228,10 @@ def publish_partial(
 
 
 def status_message(run) -> dict[str, Any]:
-    """The status message of a run (also what the design group receives)."""
-    from scenarios.selectors import brief_summary
+    """The status message of a run (also what the design group receives): the same fields and
+    labels as the stored state (``selectors.run_state_brief``), so a page shows the same words
+    live and after a reload."""
+    from scenarios.selectors import brief_summary, summary_figures
 
     return {
         "type": "status",
@@ -237,10 +239,13 @@ def status_message(run) -> dict[str, Any]:
         "design": run.scenario.design_id,
         "scenario": run.scenario_id,
         "kind": run.kind,
+        "kind_label": run.kind_label,
         "status": run.status,
+        "status_label": run.get_status_display(),
         "progress": round(float(run.progress), 4),
         "stage": run.stage,
         "summary": brief_summary(run.kind, run.summary or {}),
+        "figures": summary_figures(run.kind, run.summary or {}),
         "error": run.error,
         "t": _now_ms(),
     }

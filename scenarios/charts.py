@@ -1,9 +1,8 @@
 """Plotly figures of run results, built in Python with ``plotly.graph_objects`` and sent to the page
 as plain JSON (``charts.js`` draws them with the plotly.js the project serves).
 
-Every chart is ``{"id", "title", "figure": {"data", "layout"}}``. Per-run charts depend on the
-run's kind (step: breakdown, memory, link-utilization distribution; sweep: scaling curve;
-search: layout ranking); comparisons stack the step breakdown and memory of several runs.
+Every chart is ``{"id", "title", "figure": {"data", "layout"}}`` (:func:`chart`). Which charts a
+run shows is its kind's business (``scenarios.kinds``); this module holds the figure builders.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from scenarios.choices import RunKind, RunStatus
 from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS
 
 #: One color per step-time component / memory component (Tableau 10 order).
@@ -66,7 +64,8 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
     return base
 
 
-def _chart(chart_id: str, title: str, figure: go.Figure) -> dict[str, Any]:
+def chart(chart_id: str, title: str, figure: go.Figure) -> dict[str, Any]:
+    """One chart as the page draws it: ``{"id", "title", "figure": {"data", "layout"}}``."""
     # plotly's own encoder turns numpy values into plain JSON; the page gets lists and numbers.
     return {"id": chart_id, "title": title, "figure": json.loads(figure.to_json())}
 
@@ -267,62 +266,8 @@ def layout_label(row: dict[str, Any]) -> str:
     return " · ".join(p for p in parts if p)
 
 
-# --- per run and comparison -----------------------------------------------------------------------
-
-
-def default_run_metric(run) -> str:
-    """Floor-plan metric a run page opens with."""
-    if run.kind == RunKind.STEP and (run.scenario.what_if or {}).get("slow_nodes"):
-        return "slowdown"
-    return "link_util"
-
-
-def run_charts(run) -> list[dict[str, Any]]:
-    """The charts of one finished run (empty until it succeeded)."""
-    if run.status != RunStatus.SUCCEEDED:
-        return []
-    summary = run.summary or {}
-    label = f"#{run.pk}"
-    if run.kind == RunKind.SWEEP:
-        return [_chart("scaling", "Scaling curve", scaling_figure(summary.get("points") or []))]
-    if run.kind == RunKind.SEARCH:
-        best = summary.get("best") or summary.get("top") or []
-        charts = [_chart("search", "Layout ranking", search_figure(best))]
-        if best:
-            charts.append(
-                _chart(
-                    "breakdown",
-                    "Step-time breakdown",
-                    breakdown_figure([layout_label(r) for r in best[:8]], best[:8]),
-                )
-            )
-        return charts
-    from scenarios.selectors import run_array
-
-    charts = [
-        _chart("breakdown", "Step-time breakdown", breakdown_figure([label], [summary])),
-        _chart("memory", "Memory per GPU", memory_figure([label], [summary], _hbm_gib(summary))),
-    ]
-    utilization = run_array(run=run, name="link_utilization")
-    if utilization is not None and utilization.size:
-        charts.append(_chart("link-util", "Link utilization", link_utilization_figure(utilization)))
-    return charts
-
-
-def compare_charts(runs: Sequence) -> list[dict[str, Any]]:
-    """Breakdown and memory of several step-time runs side by side."""
-    step_runs = [r for r in runs if r.kind == RunKind.STEP and r.status == RunStatus.SUCCEEDED]
-    if not step_runs:
-        return []
-    labels = [f"#{r.pk} {r.scenario.name}" for r in step_runs]
-    summaries = [r.summary or {} for r in step_runs]
-    return [
-        _chart("compare-breakdown", "Step-time breakdown", breakdown_figure(labels, summaries)),
-        _chart("compare-memory", "Memory per GPU", memory_figure(labels, summaries)),
-    ]
-
-
-def _hbm_gib(summary: dict[str, Any]) -> float | None:
+def hbm_gib(summary: dict[str, Any]) -> float | None:
+    """The GPU's HBM capacity a step summary reports (for the memory chart's line)."""
     details = summary.get("details") or {}
     value = details.get("hbm_gib") or summary.get("hbm_gib")
     return float(value) if value else None

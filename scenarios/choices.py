@@ -5,15 +5,6 @@ from __future__ import annotations
 from django.db import models
 
 
-class RunKind(models.TextChoices):
-    """What a run computes. Each kind has an executor in ``scenarios.kinds.RUN_KINDS``;
-    later issues (failures, power) add a member here and an entry there."""
-
-    STEP = "step", "Step time"
-    SWEEP = "sweep", "Scaling sweep"
-    SEARCH = "search", "Layout search"
-
-
 class RunStatus(models.TextChoices):
     """Life cycle of a run: queued -> running -> succeeded | failed | cancelled."""
 

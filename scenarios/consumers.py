@@ -1,8 +1,9 @@
 """WebSocket consumers: one per run page and one per design page.
 
-A consumer checks on connect that the user may see the design (refusing the handshake with
-close code 4403 otherwise), joins its group, sends the stored state first (so a reload resumes)
-and relays what workers publish. It relays at most ``MAX_MESSAGES_PER_S`` progress/partial
+A consumer checks on connect, through the permission module, that the user may see the run or
+design (refusing the handshake with close code 4404 otherwise: another team's run and a missing
+one look the same), joins its group, sends the stored state first (so a reload resumes) and
+relays what workers publish. Consumers only read. It relays at most ``MAX_MESSAGES_PER_S`` progress/partial
 messages per second however many workers publish (newest value per kind kept), status
 messages at once. A client may send ``{"type": "state"}`` to get the stored state again.
 """
@@ -17,7 +18,6 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from scenarios import broadcast
 
-CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
 
@@ -116,11 +116,8 @@ class RunConsumer(_LiveConsumer):
 
     async def authorize(self) -> bool | int:
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        found = await _run_design_id(self.run_id)
-        if found is None:
+        if not await _allowed("run", self.run_id, self.scope.get("user")):
             return CLOSE_NOT_FOUND
-        if not await _may_see(self.scope.get("user"), found):
-            return CLOSE_FORBIDDEN
         self.group = broadcast.run_group(self.run_id)
         return True
 
@@ -133,8 +130,8 @@ class DesignConsumer(_LiveConsumer):
 
     async def authorize(self) -> bool | int:
         self.design_id = int(self.scope["url_route"]["kwargs"]["design_id"])
-        if not await _may_see(self.scope.get("user"), self.design_id):
-            return CLOSE_FORBIDDEN
+        if not await _allowed("design", self.design_id, self.scope.get("user")):
+            return CLOSE_NOT_FOUND
         self.group = broadcast.design_group(self.design_id)
         return True
 
@@ -143,36 +140,23 @@ class DesignConsumer(_LiveConsumer):
 
 
 @database_sync_to_async
-def _run_design_id(run_id: int) -> int | None:
+def _allowed(what: str, pk: int, user) -> bool:
+    """Whether ``user`` may see the run or design ``pk`` (a missing one and another team's look
+    the same: both close with 4404)."""
     from scenarios.models import Run
+    from topology.models import Design
+    from twin.permissions import restrict
 
-    return Run.objects.filter(pk=run_id).values_list("scenario__design_id", flat=True).first()
-
-
-@database_sync_to_async
-def _may_see(user, design_id: int) -> bool:
-    from scenarios.selectors import user_may_see_design
-
-    if user is None or not user.is_authenticated:
-        return False
-    return user_may_see_design(user, design_id)
+    model = Run if what == "run" else Design
+    return restrict(model.objects.filter(pk=pk), user, "view").exists()
 
 
 @database_sync_to_async
 def _run_state(run_id: int) -> dict[str, Any]:
-    from scenarios.choices import RunStatus
     from scenarios.models import Run
     from scenarios.selectors import run_state
-    from scenarios.services import runs_reap_stale, stale_after_s
 
-    run = Run.objects.select_related("scenario").get(pk=run_id)
-    if run.status == RunStatus.RUNNING and run.heartbeat is not None:
-        from django.utils import timezone
-
-        if (timezone.now() - run.heartbeat).total_seconds() > stale_after_s():
-            runs_reap_stale()
-            run.refresh_from_db()
-    return run_state(run=run)
+    return run_state(run=Run.objects.select_related("scenario").get(pk=run_id))
 
 
 @database_sync_to_async

@@ -1,4 +1,5 @@
-"""Forms of the scenarios app: the scenario editor (job + what-if), run options, YAML import.
+"""Forms of the scenarios app: the scenario editor (job + what-if) and the YAML import (each run
+kind declares its own options form in ``scenarios.kinds``).
 
 The scenario form is flat (one input per setting) and knows the scenario-file path of every
 field (``FIELD_PATHS``), so a ``ValidationError`` from ``scenario_create``/``scenario_update``
@@ -13,7 +14,6 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios.choices import RunKind
 from scenarios.sim.scenario import (
     ATTENTION_KINDS,
     ECMP_MODES,
@@ -346,31 +346,6 @@ def default_job(*, gpus: int, gpus_per_server: int = 8) -> dict[str, Any]:
         "precision": "bf16",
         "tokens": 1e12,
     }
-
-
-class RunStartForm(forms.Form):
-    """Which computation to start, with the sweep's node counts."""
-
-    kind = forms.ChoiceField(choices=RunKind.choices, initial=RunKind.STEP)
-    sweep_nodes = forms.CharField(
-        required=False, label="Node counts", help_text="comma separated, e.g. 32, 64, 128, 256"
-    )
-
-    def clean_sweep_nodes(self) -> list[int]:
-        text = self.cleaned_data.get("sweep_nodes") or ""
-        try:
-            counts = [int(p) for p in text.replace(";", ",").split(",") if p.strip()]
-        except ValueError:
-            raise ValidationError("must be whole numbers separated by commas") from None
-        if any(c < 1 for c in counts):
-            raise ValidationError("every node count must be ≥ 1")
-        return sorted(set(counts))
-
-    def options(self) -> dict[str, Any]:
-        """The ``options`` of ``run_start`` for the chosen kind."""
-        if self.cleaned_data["kind"] == RunKind.SWEEP and self.cleaned_data["sweep_nodes"]:
-            return {"nodes": self.cleaned_data["sweep_nodes"]}
-        return {}
 
 
 class ScenarioImportForm(forms.Form):

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
-from django.db.models import Count
 from scipy import sparse
+
+from scenarios.storage import run_array
+from topology.caches import VersionedCache
+from topology.selectors import design_rack_power
 
 Scale = tuple[float, float] | Literal["categorical"]
 
@@ -77,102 +79,61 @@ class DesignRackArrays:
 
     Attributes
     ----------
-    rack_pk : ndarray of int, (R,)
-    budget_kw : ndarray, (R,)
-        Power budget of each rack.
-    nameplate_kw : ndarray, (R,)
-        Servers at nameplate (base + GPUs at TDP) plus switches, kW.
-    gpu_type : ndarray of int, (R,)
-        Index into ``gpu_slugs`` of the rack's (first) GPU type; -1 without servers.
-    gpu_slugs : list[str]
+    power : topology.selectors.RackPower
+        Rack pks, budgets, nameplate power, GPU types (the one place rack power is summed).
     feed_capacity_kw : ndarray, (F,)
         Derated capacity of each feed.
     pair_feed, pair_rack : ndarray of int, (K,)
         Feed index and rack index of every feed-to-rack connection.
     """
 
-    rack_pk: np.ndarray
-    budget_kw: np.ndarray
-    nameplate_kw: np.ndarray
-    gpu_type: np.ndarray
-    gpu_slugs: list[str]
+    power: Any
     feed_capacity_kw: np.ndarray
     pair_feed: np.ndarray
     pair_rack: np.ndarray
 
+    @property
+    def rack_pk(self) -> np.ndarray:
+        return self.power.rack_pk
+
+    @property
+    def budget_kw(self) -> np.ndarray:
+        return self.power.budget_kw
+
+    @property
+    def nameplate_kw(self) -> np.ndarray:
+        return self.power.nameplate_kw
+
+
+_RACK_ARRAYS = VersionedCache("rack-arrays", maxsize=8)
+
 
 def design_rack_arrays(design) -> DesignRackArrays:
-    """Load :class:`DesignRackArrays` (cached per design pk, version and last update)."""
-    stamp = design.updated.isoformat() if design.updated else ""
-    return _design_rack_arrays_cached(design.pk, design.version, stamp)
+    """Load :class:`DesignRackArrays` (cached per design version)."""
+    return _RACK_ARRAYS.get(design, lambda: _design_rack_arrays(design))
 
 
-@lru_cache(maxsize=8)
-def _design_rack_arrays_cached(design_pk: int, version: int, stamp: str) -> DesignRackArrays:
-    from topology.models import Node, PowerFeed, Rack, ServerType, Switch
+def _design_rack_arrays(design) -> DesignRackArrays:
+    from topology.models import PowerFeed
 
-    hall_pk = _first_hall_pk(design_pk)
-    hall_racks = Rack.objects.filter(hall_id=hall_pk)
-    racks = list(hall_racks.order_by("pk").values_list("pk", "power_budget_kw"))
-    rack_pk = np.array([r[0] for r in racks], dtype=np.int64)
-    budget_kw = np.array([r[1] for r in racks], dtype=float)
-    index = _indexer(rack_pk)
-
-    server_rows = {s.pk: s for s in ServerType.objects.select_related("gpu_type")}
-    counts = list(
-        Node.objects.filter(rack__hall_id=hall_pk).values_list("rack", "server_type").annotate(n=Count("pk"))
-    )
-    nameplate_kw = np.zeros(rack_pk.size)
-    gpu_type = np.full(rack_pk.size, -1, dtype=np.int64)
-    gpu_slugs = sorted({server_rows[st].gpu_type.slug for _, st, _ in counts})
-    if counts:
-        c_rack = index(np.array([c[0] for c in counts]))
-        c_kw = np.array([server_rows[c[1]].power_w * c[2] / 1000.0 for c in counts])
-        c_gpu = np.array([gpu_slugs.index(server_rows[c[1]].gpu_type.slug) for c in counts])
-        np.add.at(nameplate_kw, c_rack, c_kw)
-        gpu_type[c_rack] = c_gpu
-    switches = list(Switch.objects.filter(rack__hall_id=hall_pk).values_list("rack", "switch_type__power_w"))
-    if switches:
-        np.add.at(
-            nameplate_kw,
-            index(np.array([s[0] for s in switches])),
-            np.array([s[1] for s in switches], dtype=float) / 1000.0,
-        )
-
-    feeds = list(PowerFeed.objects.filter(design_id=design_pk).order_by("pk").select_related("feed_type"))
+    power = design_rack_power(design)
+    feeds = list(PowerFeed.objects.filter(design=design).order_by("pk").select_related("feed_type"))
     feed_pk = np.array([f.pk for f in feeds], dtype=np.int64)
+    hall_pk = design.halls.order_by("pk").values_list("pk", flat=True).first()
     # Filter on the hall id, not ``rack__in`` a subquery: SQLite plans the latter badly (10 s
     # instead of 10 ms on a 4,500-rack hall).
     pairs = list(
-        PowerFeed.racks.through.objects.filter(
-            powerfeed__design_id=design_pk, rack__hall_id=hall_pk
-        ).values_list("powerfeed_id", "rack_id")
+        PowerFeed.racks.through.objects.filter(powerfeed__design=design, rack__hall_id=hall_pk).values_list(
+            "powerfeed_id", "rack_id"
+        )
     )
-    pair_feed = _indexer(feed_pk)(np.array([p[0] for p in pairs], dtype=np.int64))
-    pair_rack = index(np.array([p[1] for p in pairs], dtype=np.int64))
+    pair_feed = np.searchsorted(feed_pk, np.array([p[0] for p in pairs], dtype=np.int64)).astype(np.int64)
     return DesignRackArrays(
-        rack_pk=rack_pk,
-        budget_kw=budget_kw,
-        nameplate_kw=nameplate_kw,
-        gpu_type=gpu_type,
-        gpu_slugs=gpu_slugs,
+        power=power,
         feed_capacity_kw=np.array([f.feed_type.capacity_kw for f in feeds], dtype=float),
         pair_feed=pair_feed,
-        pair_rack=pair_rack,
+        pair_rack=power.index(np.array([p[1] for p in pairs], dtype=np.int64)),
     )
-
-
-def _first_hall_pk(design_pk: int) -> int | None:
-    from topology.models import Hall
-
-    return Hall.objects.filter(design_id=design_pk).order_by("pk").values_list("pk", flat=True).first()
-
-
-def _indexer(sorted_pks: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    def index(pks: np.ndarray) -> np.ndarray:
-        return np.searchsorted(sorted_pks, np.asarray(pks, dtype=np.int64)).astype(np.int64)
-
-    return index
 
 
 # --- feed loading --------------------------------------------------------------------------------
@@ -240,22 +201,20 @@ def rack_feed_load_n1(*, design, run=None) -> np.ndarray:
 
 def rack_gpu_type(*, design, run=None) -> np.ndarray:
     """Index of each rack's GPU type in ``gpu_type_names(design)`` (-1 without GPUs), (R,)."""
-    return design_rack_arrays(design).gpu_type.astype(float)
+    return design_rack_power(design).gpu_type.astype(float)
 
 
 def gpu_type_names(*, design) -> list[str]:
     """Category labels of :func:`rack_gpu_type`."""
-    return list(design_rack_arrays(design).gpu_slugs)
+    return list(design_rack_power(design).gpu_slugs)
 
 
 def _run_rack_array(name: str) -> Callable[..., np.ndarray | None]:
     def compute(*, design, run=None) -> np.ndarray | None:
         if run is None:
             return None
-        from scenarios.selectors import run_array
-
         values = run_array(run=run, name=name)
-        if values is None or values.size != design_rack_arrays(design).rack_pk.size:
+        if values is None or values.size != design_rack_power(design).rack_pk.size:
             return None
         return values.astype(float)
 

@@ -14,7 +14,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
-from scenarios.choices import ACTIVE_STATUSES, FINAL_STATUSES, RunKind, RunStatus
+from scenarios.choices import ACTIVE_STATUSES, FINAL_STATUSES, RunStatus
 
 
 def default_dict():
@@ -23,14 +23,6 @@ def default_dict():
 
 def default_list():
     return []
-
-
-class ScenarioQuerySet(models.QuerySet):
-    def visible_to(self, user) -> ScenarioQuerySet:
-        """Scenarios of the designs the user may see (their teams'; all for a superuser)."""
-        from topology.models import Design
-
-        return self.filter(design__in=Design.objects.visible_to(user).values("pk"))
 
 
 class Scenario(models.Model):
@@ -52,8 +44,6 @@ class Scenario(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
-    objects = ScenarioQuerySet.as_manager()
-
     class Meta:
         ordering = ("-updated", "-pk")
 
@@ -65,12 +55,6 @@ class Scenario(models.Model):
 
 
 class RunQuerySet(models.QuerySet):
-    def visible_to(self, user) -> RunQuerySet:
-        """Runs of scenarios on designs the user may see."""
-        from topology.models import Design
-
-        return self.filter(scenario__design__in=Design.objects.visible_to(user).values("pk"))
-
     def active(self) -> RunQuerySet:
         """Queued or running runs."""
         return self.filter(status__in=ACTIVE_STATUSES)
@@ -85,7 +69,9 @@ class Run(models.Model):
     """
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="runs")
-    kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.STEP)
+    kind = models.CharField(
+        max_length=32, default="step", help_text="a registered run kind (scenarios.kinds)"
+    )
     status = models.CharField(
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
@@ -102,7 +88,7 @@ class Run(models.Model):
     finished = models.DateTimeField(null=True, blank=True)
     task_id = models.CharField(max_length=255, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
-    design_version = models.PositiveIntegerField(default=0, help_text="design version the run computed")
+    design_version = models.PositiveIntegerField(default=0, help_text="design version the run simulated")
 
     objects = RunQuerySet.as_manager()
 
@@ -111,10 +97,31 @@ class Run(models.Model):
         indexes = [models.Index(fields=("status", "heartbeat"), name="run_status_heartbeat")]
 
     def __str__(self) -> str:
-        return f"{self.scenario} #{self.pk} ({self.get_kind_display()}, {self.status})"
+        return f"{self.scenario} #{self.pk} ({self.kind_label}, {self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("scenarios:run-detail", args=[self.pk])
+
+    @property
+    def kind_label(self) -> str:
+        """What pages call this run's kind (its registry label; the raw name if unregistered)."""
+        from scenarios.kinds import registry
+
+        kind = registry().get(self.kind)
+        return kind.label if kind is not None else self.kind
+
+    @property
+    def headline(self) -> str:
+        """The one result a list of runs shows (its kind's first figure), or "—"."""
+        from scenarios.kinds import registry
+
+        kind = registry().get(self.kind)
+        return kind.headline(self.summary or {}) if kind is not None and self.summary else "—"
+
+    @property
+    def design_changed_since(self) -> bool:
+        """Whether the design moved past the version this run simulated."""
+        return self.design_version != self.scenario.design.version
 
     @property
     def is_active(self) -> bool:

@@ -7,6 +7,6 @@ from django.urls import path
 from scenarios import consumers
 
 websocket_urlpatterns = [
-    path("ws/runs/<int:run_id>/", consumers.RunConsumer.as_asgi()),
-    path("ws/designs/<int:design_id>/", consumers.DesignConsumer.as_asgi()),
+    path("ws/runs/<pk:run_id>/", consumers.RunConsumer.as_asgi()),
+    path("ws/designs/<pk:design_id>/", consumers.DesignConsumer.as_asgi()),
 ]

@@ -1,4 +1,4 @@
-"""Reads of the scenarios app: visibility, a run's live state, per-rack values and floor plans.
+"""Reads of the scenarios app: a run's live state, its charts, per-rack values and floor plans.
 
 ``run_state`` is the exact JSON the run consumer sends first and the run page embeds;
 ``design_floor_plan_json`` is what the design page's floor plan draws.
@@ -6,68 +6,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import QuerySet
 
-from scenarios.choices import RunKind
-from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, design_rack_arrays, metric_values
-from scenarios.models import Run, RunArray, Scenario
-from scenarios.storage import array_from_row
-
-#: Summary keys a state/status message carries per run kind (the rest stays on the run page).
-BRIEF_SUMMARY_KEYS = {
-    RunKind.STEP: (
-        "step_time_s",
-        "mfu",
-        "model_tflops_per_gpu",
-        "tokens_per_s",
-        "memory_gib_per_gpu",
-        "fits",
-        "max_link_utilization",
-        "time_to_train_days",
-        "gpus",
-        "racks_aligned",
-    ),
-    RunKind.SWEEP: ("points", "best_time_to_train_gpus", "knee_gpus", "failed_points"),
-    RunKind.SEARCH: ("candidates", "valid", "best"),
-}
-
-
-def scenarios_visible_to(user) -> QuerySet[Scenario]:
-    """Scenarios on designs of the user's teams (every one for a superuser), newest first."""
-    return Scenario.objects.visible_to(user).select_related("design", "created_by")
-
-
-def runs_visible_to(user) -> QuerySet[Run]:
-    """Runs of the scenarios the user may see, newest first."""
-    return Run.objects.visible_to(user).select_related("scenario", "scenario__design")
-
-
-def user_may_see_design(user, design_id: int) -> bool:
-    """Whether the user's teams include the design's team (or the user is a superuser)."""
-    from topology.models import Design
-
-    return Design.objects.visible_to(user).filter(pk=design_id).exists()
-
-
-def run_array(*, run: Run, name: str) -> np.ndarray | None:
-    """A stored result array of the run (e.g. ``link_utilization`` (L,), ``rack_link_utilization``
-    (R,), ``gpu_slowdown`` (G,), ``rack_slowdown`` (R,)), or None if the run has none of that name."""
-    row = RunArray.objects.filter(run=run, name=name).first()
-    return None if row is None else array_from_row(row)
-
-
-def run_array_names(*, run: Run) -> list[str]:
-    """Names of the arrays a run stored."""
-    return list(RunArray.objects.filter(run=run).order_by("name").values_list("name", flat=True))
+from scenarios.choices import RunStatus
+from scenarios.kinds import registry
+from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values
+from scenarios.models import Run
+from topology.selectors import design_rack_power
 
 
 def brief_summary(kind: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """The few numbers of a run summary that live messages carry."""
-    keys = BRIEF_SUMMARY_KEYS.get(kind, ())
-    return {k: summary[k] for k in keys if k in summary}
+    """The few numbers of a run summary that live messages carry (the kind's live figures)."""
+    spec = registry().get(kind)
+    return spec.brief(summary or {}) if spec is not None else {}
+
+
+def summary_figures(kind: str, summary: dict[str, Any]) -> list[dict[str, str]]:
+    """``[{"key", "label", "text"}]``: the kind's live figures as the pages show them."""
+    spec = registry().get(kind)
+    return spec.summary_figures(summary or {}, live_only=True) if spec is not None else []
+
+
+def run_charts(*, run: Run) -> list[dict[str, Any]]:
+    """The charts of one run: its kind's, once it succeeded."""
+    spec = registry().get(run.kind)
+    if run.status != RunStatus.SUCCEEDED or spec is None:
+        return []
+    return spec.charts(run)
 
 
 def run_rack_values(*, run: Run, metric: str) -> list[float] | None:
@@ -86,7 +54,8 @@ def run_state(*, run: Run) -> dict[str, Any]:
     -------
     dict
         ``{"id", "scenario": {"id", "name"}, "design": id, "kind", "kind_label", "status",
-        "status_label", "progress", "stage", "error", "summary" (brief), "created", "started",
+        "status_label", "progress", "stage", "error", "summary" (brief raw values), "figures"
+        ([{"key", "label", "text"}] as shown), "design_version", "created", "started",
         "finished" (ISO 8601 or None), "duration_s", "active", "rack_values": {metric: [R
         floats] for each run metric the run has stored}}``.
     """
@@ -112,13 +81,15 @@ def run_state_brief(*, run: Run) -> dict[str, Any]:
         "scenario": {"id": run.scenario_id, "name": run.scenario.name},
         "design": run.scenario.design_id,
         "kind": run.kind,
-        "kind_label": run.get_kind_display(),
+        "kind_label": run.kind_label,
         "status": run.status,
         "status_label": run.get_status_display(),
         "progress": round(float(run.progress), 4),
         "stage": run.stage,
         "error": run.error,
         "summary": brief_summary(run.kind, run.summary or {}),
+        "figures": summary_figures(run.kind, run.summary or {}),
+        "design_version": run.design_version,
         "created": _iso(run.created),
         "started": _iso(run.started),
         "finished": _iso(run.finished),
@@ -158,7 +129,7 @@ def design_floor_plan_json(*, design) -> dict[str, Any]:
         .order_by("pk")
         .values_list("pk", "name", "row", "column", "kind")
     ]
-    arrays = design_rack_arrays(design)
+    power = design_rack_power(design)
     return {
         "design": design.pk,
         "name": design.name,
@@ -168,90 +139,114 @@ def design_floor_plan_json(*, design) -> dict[str, Any]:
         "metrics": {name: metric.describe(design=design) for name, metric in METRICS.items()},
         "values": {name: metric_values(name, design=design) for name in DESIGN_METRICS},
         "power": {
-            "budget_kw": np.round(arrays.budget_kw, 2).tolist(),
-            "nameplate_kw": np.round(arrays.nameplate_kw, 2).tolist(),
+            "budget_kw": np.round(power.budget_kw, 2).tolist(),
+            "nameplate_kw": np.round(power.nameplate_kw, 2).tolist(),
         },
     }
 
 
-def rack_elevation(*, design, rack_id: int) -> dict[str, Any] | None:
-    """One rack of a design for the click-through panel: devices by U, links and feeds.
+# --- comparison ---------------------------------------------------------------------------------
 
-    Returns
-    -------
-    dict or None
-        None if the rack is not in the design. Otherwise ``{"id", "name", "row", "col", "kind",
-        "u_height", "power_budget_kw", "nameplate_kw", "devices": [{"type": "server"|"switch",
-        "name", "model", "u", "height_u", "tier"?}] (top first), "links": [{"name", "tier",
-        "gbps", "peer"}] (links with an end in the rack, at most 200, plus "links_total"),
-        "feeds": [{"name", "side", "panel", "capacity_kw"}]}``.
-    """
-    from django.db.models import Q
 
-    from topology.models import Link, Node, Rack, Switch
+@dataclass(frozen=True)
+class CompareCell:
+    """One run's value in a comparison row, with its change against the first run."""
 
-    rack = Rack.objects.filter(pk=rack_id, hall__design=design).first()
-    if rack is None:
-        return None
-    devices = [
+    text: str
+    delta_text: str = ""
+    verdict: str = ""  # "better", "worse" or "" (same, or no direction)
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    label: str
+    cells: list[CompareCell]
+    differs: bool
+    numeric: bool = True
+
+
+#: Relative change under which two values count as equal.
+SAME_WITHIN = 0.005
+
+
+def compare_rows(runs: list[Run]) -> list[CompareRow]:
+    """The figures of the runs' kinds with their change against the first run (the baseline),
+    then the settings (job and what-if) that differ between the runs' scenarios."""
+    kinds = registry()
+    figures = {}
+    for run in runs:
+        spec = kinds.get(run.kind)
+        for figure in spec.figures if spec is not None else ():
+            figures.setdefault(figure.key, figure)
+    rows = []
+    for key, figure in figures.items():
+        values = [(r.summary or {}).get(key) for r in runs]
+        if all(v is None for v in values):
+            continue
+        base = values[0]
+        cells = [_compare_cell(v, base, figure, first=i == 0) for i, v in enumerate(values)]
+        differs = any(c.verdict or (c.delta_text and c.delta_text != "±0 %") for c in cells[1:])
+        rows.append(CompareRow(label=figure.label, cells=cells, differs=differs))
+    return rows + _setting_rows(runs)
+
+
+def _compare_cell(value, base, figure, *, first: bool) -> CompareCell:
+    if value is None:
+        return CompareCell(text="—")
+    text = figure.text(value)
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if first or not numeric or not isinstance(base, int | float) or base == 0:
+        return CompareCell(text=text)
+    change = (value - base) / abs(base)
+    if abs(change) < SAME_WITHIN:
+        return CompareCell(text=text, delta_text="±0 %")
+    lower = figure.lower_is_better
+    verdict = "" if lower is None else ("better" if (change < 0) == lower else "worse")
+    return CompareCell(text=text, delta_text=f"{change:+.1%}", verdict=verdict)
+
+
+def _flat(prefix: str, data: Any) -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flat(f"{prefix}.{key}" if prefix else str(key), value))
+        return out
+    return {prefix: data}
+
+
+def _setting_rows(runs: list[Run]) -> list[CompareRow]:
+    flats = [
         {
-            "type": "server",
-            "name": n.name,
-            "model": n.server_type.name,
-            "u": n.u_position,
-            "height_u": n.server_type.rack_units,
+            **_flat("job", r.scenario.job),
+            **_flat("what_if", r.scenario.what_if),
+            "kind": r.kind_label,
+            "design": r.scenario.design.name,
         }
-        for n in Node.objects.filter(rack=rack).select_related("server_type")
-    ] + [
-        {
-            "type": "switch",
-            "name": s.name,
-            "model": s.switch_type.name,
-            "u": s.u_position,
-            "height_u": s.switch_type.rack_units,
-            "tier": s.get_tier_display(),
-        }
-        for s in Switch.objects.filter(rack=rack).select_related("switch_type")
+        for r in runs
     ]
-    devices.sort(key=lambda d: -d["u"])
-    links_q = Link.objects.filter(
-        Q(node__rack=rack) | Q(lower_switch__rack=rack) | Q(upper_switch__rack=rack)
-    ).select_related("node", "lower_switch", "upper_switch")
-    links = [
-        {
-            "name": str(link),
-            "tier": link.get_tier_display(),
-            "gbps": link.gbps,
-            "peer": link.upper_switch.name,
-        }
-        for link in links_q[:200]
-    ]
-    arrays = design_rack_arrays(design)
-    position = int(np.searchsorted(arrays.rack_pk, rack.pk))
-    return {
-        "id": rack.pk,
-        "name": rack.name,
-        "row": rack.row,
-        "col": rack.column,
-        "kind": rack.kind,
-        "u_height": rack.u_height,
-        "power_budget_kw": rack.power_budget_kw,
-        "nameplate_kw": round(float(arrays.nameplate_kw[position]), 2)
-        if position < arrays.rack_pk.size
-        else None,
-        "devices": devices,
-        "links": links,
-        "links_total": links_q.count(),
-        "feeds": [
-            {
-                "name": f.name,
-                "side": f.get_side_display(),
-                "panel": f.panel,
-                "capacity_kw": round(f.feed_type.capacity_kw, 2),
-            }
-            for f in rack.feeds.select_related("feed_type").order_by("side", "name")
-        ],
-    }
+    rows = []
+    for key in sorted(set().union(*flats)):
+        values = [f.get(key) for f in flats]
+        rows.append(
+            CompareRow(
+                label=key,
+                cells=[CompareCell(text="—" if v is None else str(v)) for v in values],
+                differs=len({repr(v) for v in values}) > 1,
+                numeric=False,
+            )
+        )
+    return rows
+
+
+def compare_charts(runs: list[Run]) -> list[dict[str, Any]]:
+    """Each kind's comparison charts over the succeeded runs of that kind (two or more)."""
+    kinds = registry()
+    out = []
+    for name, spec in kinds.items():
+        same = [r for r in runs if r.kind == name and r.status == RunStatus.SUCCEEDED]
+        if same and len(runs) >= 2:
+            out += spec.compare_charts(same)
+    return out
 
 
 def _iso(value) -> str | None:

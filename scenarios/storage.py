@@ -52,3 +52,12 @@ def array_from_bytes(data: bytes | memoryview, dtype: str, shape: list[int] | tu
 def array_from_row(row) -> np.ndarray:
     """The numpy array of a ``RunArray`` row."""
     return array_from_bytes(row.data, row.dtype, row.shape)
+
+
+def run_array(*, run, name: str) -> np.ndarray | None:
+    """A stored result array of a run (e.g. ``link_utilization`` (L,), ``rack_link_utilization``
+    (R,), ``gpu_slowdown`` (G,), ``rack_slowdown`` (R,)), or None if the run has none of that name."""
+    from scenarios.models import RunArray
+
+    row = RunArray.objects.filter(run=run, name=name).first()
+    return None if row is None else array_from_row(row)

@@ -14,26 +14,26 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
 
-from scenarios import services
+from scenarios import queue, services
 
 logger = logging.getLogger(__name__)
 
 REAP_INTERVAL_S = 30.0
 
 
-@shared_task(name="scenarios.run_execute", acks_late=True)
+@shared_task(name=queue.RUN_EXECUTE, acks_late=True)
 def run_execute(run_id: int) -> str:
     """Compute a run (or dispatch its chunks); see ``services.run_execute``."""
     return services.run_execute(run_id=run_id)
 
 
-@shared_task(name="scenarios.run_chunk", acks_late=True)
+@shared_task(name=queue.RUN_CHUNK, acks_late=True)
 def run_chunk(run_id: int, index: int, total: int, chunk: dict[str, Any]) -> dict[str, Any]:
     """Compute one chunk of a split run (JSON in, JSON out; never raises)."""
     return services.run_chunk_compute(run_id=run_id, index=index, total=total, chunk=chunk)
 
 
-@shared_task(name="scenarios.run_merge", acks_late=True)
+@shared_task(name=queue.RUN_MERGE, acks_late=True)
 def run_merge(results: list[dict[str, Any]], run_id: int) -> str:
     """The chord callback: merge the chunk results and finish the run."""
     return services.run_merge(run_id=run_id, results=results)

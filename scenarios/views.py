@@ -1,30 +1,31 @@
 """Pages of scenarios and runs: the scenario editor, run page (live), comparison, and the JSON the
-design page's floor plan and panels fetch. Thin doors: forms in, services/selectors out.
-"""
+design page's floor plan and panels fetch. Thin doors: forms in, services/selectors out, every
+object through the permission module (another team's object is a 404)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import condition, require_POST
 
-from scenarios import charts
-from scenarios.choices import RunKind
-from scenarios.forms import RunStartForm, ScenarioForm, ScenarioImportForm, default_job
+from scenarios.forms import ScenarioForm, ScenarioImportForm, default_job
+from scenarios.kinds import registry, run_kind
 from scenarios.models import Run, Scenario
 from scenarios.selectors import (
+    compare_charts,
+    compare_rows,
     design_floor_plan_json,
     run_state,
-    runs_visible_to,
-    scenarios_visible_to,
+)
+from scenarios.selectors import (
+    run_charts as run_charts_of,
 )
 from scenarios.services import (
     run_cancel,
@@ -36,8 +37,11 @@ from scenarios.services import (
     scenario_update,
 )
 from topology.models import Design, GpuType, ServerType
+from twin.permissions import CHANGE, RUN, restrict
 
 MAX_COMPARED = 6
+#: Largest primary key a URL may name (a bigger number is not an id: 404, not a database error).
+MAX_PK = 2**63 - 1
 
 
 def _catalog_choices() -> dict[str, list[str]]:
@@ -47,8 +51,26 @@ def _catalog_choices() -> dict[str, list[str]]:
     }
 
 
-def _visible_design(user, pk) -> Design:
-    return get_object_or_404(Design.objects.visible_to(user), pk=pk)
+def _design(user, pk, action: str = "view") -> Design:
+    return get_object_or_404(restrict(Design.objects, user, action), pk=_pk(pk))
+
+
+def _scenario(user, pk, action: str = "view") -> Scenario:
+    return get_object_or_404(restrict(Scenario.objects, user, action).select_related("design"), pk=pk)
+
+
+def _run(user, pk, action: str = "view") -> Run:
+    return get_object_or_404(
+        restrict(Run.objects, user, action).select_related("scenario", "scenario__design"), pk=pk
+    )
+
+
+def _pk(value) -> int:
+    """A primary key from a query string (404 for anything that cannot be one)."""
+    text = str(value or "").strip()
+    if not text.isdigit() or int(text) > MAX_PK:
+        raise Http404("not found")
+    return int(text)
 
 
 # --- scenarios ---------------------------------------------------------------------------------
@@ -56,8 +78,8 @@ def _visible_design(user, pk) -> Design:
 
 @login_required
 def scenario_list(request):
-    scenarios = scenarios_visible_to(request.user).prefetch_related("runs")
-    return render(request, "scenarios/scenario_list.html", {"scenarios": scenarios})
+    scenarios = restrict(Scenario.objects, request.user).select_related("design", "created_by")
+    return render(request, "scenarios/scenario_list.html", {"scenarios": scenarios.prefetch_related("runs")})
 
 
 @login_required
@@ -66,9 +88,9 @@ def scenario_new(request):
     design_pk = request.GET.get("design") or request.POST.get("design")
     if not design_pk:
         # Reached from the navigation or a bookmark: let the user pick the design first.
-        designs = Design.objects.visible_to(request.user).select_related("team")
+        designs = restrict(Design.objects, request.user, CHANGE).select_related("team")
         return render(request, "scenarios/scenario_choose_design.html", {"designs": designs})
-    design = _visible_design(request.user, design_pk)
+    design = _design(request.user, design_pk, CHANGE)
     form = ScenarioForm(
         request.POST or None, catalog_choices=_catalog_choices(), initial=_new_initial(design)
     )
@@ -104,10 +126,29 @@ def _new_initial(design: Design) -> dict[str, Any]:
     return ScenarioForm.initial_from(name=name, job=default_job(gpus=gpus), what_if={})
 
 
+def _run_forms(bound_kind: str | None = None, bound_form=None) -> list[tuple[Any, Any]]:
+    """(kind, options form) of every registered kind; the one just posted stays bound."""
+    return [
+        (kind, bound_form if kind.name == bound_kind else kind.options_form(prefix=kind.name))
+        for kind in registry().values()
+    ]
+
+
+def _scenario_page(request, scenario, *, form, run_forms, status: int = 200):
+    context = {
+        "scenario": scenario,
+        "design": scenario.design,
+        "form": form,
+        "run_forms": run_forms,
+        "runs": scenario.runs.all()[:50],
+    }
+    return render(request, "scenarios/scenario_detail.html", context, status=status)
+
+
 @login_required
 def scenario_detail(request, pk: int):
     """The scenario: its runs, run buttons, and the editor (POST saves it)."""
-    scenario = get_object_or_404(scenarios_visible_to(request.user), pk=pk)
+    scenario = _scenario(request.user, pk)
     initial = ScenarioForm.initial_from(
         name=scenario.name, job=scenario.job, what_if=scenario.what_if, description=scenario.description
     )
@@ -128,22 +169,15 @@ def scenario_detail(request, pk: int):
         else:
             messages.success(request, "Scenario saved.")
             return redirect(scenario)
-    runs = scenario.runs.all()[:50]
-    context = {
-        "scenario": scenario,
-        "design": scenario.design,
-        "form": form,
-        "run_form": RunStartForm(),
-        "runs": runs,
-        "kinds": RunKind.choices,
-    }
-    return render(request, "scenarios/scenario_detail.html", context, status=400 if form.errors else 200)
+    return _scenario_page(
+        request, scenario, form=form, run_forms=_run_forms(), status=400 if form.errors else 200
+    )
 
 
 @login_required
 @require_POST
 def scenario_duplicate_view(request, pk: int):
-    scenario = get_object_or_404(scenarios_visible_to(request.user), pk=pk)
+    scenario = _scenario(request.user, pk, CHANGE)
     copy = scenario_duplicate(scenario=scenario, user=request.user)
     messages.success(request, f"Duplicated as “{copy.name}”: change the what-if and run it.")
     return redirect(f"{copy.get_absolute_url()}#edit")
@@ -151,7 +185,7 @@ def scenario_duplicate_view(request, pk: int):
 
 @login_required
 def scenario_yaml(request, pk: int):
-    scenario = get_object_or_404(scenarios_visible_to(request.user), pk=pk)
+    scenario = _scenario(request.user, pk)
     response = HttpResponse(
         scenario_to_yaml(scenario=scenario), content_type="application/yaml; charset=utf-8"
     )
@@ -161,7 +195,7 @@ def scenario_yaml(request, pk: int):
 
 @login_required
 def scenario_import(request):
-    designs = Design.objects.visible_to(request.user)
+    designs = restrict(Design.objects, request.user, CHANGE)
     form = ScenarioImportForm(
         request.POST or None,
         request.FILES or None,
@@ -190,34 +224,60 @@ def scenario_import(request):
 @login_required
 @require_POST
 def run_start_view(request, pk: int):
-    scenario = get_object_or_404(scenarios_visible_to(request.user), pk=pk)
-    form = RunStartForm(request.POST)
-    if not form.is_valid():
-        for field, errors in form.errors.items():
-            messages.error(request, f"{field}: {' '.join(errors)}")
-        return redirect(scenario)
+    """Start a run of the posted kind; bad options are form errors on the scenario page."""
+    scenario = _scenario(request.user, pk, RUN)
     try:
-        run = run_start(
-            scenario=scenario, kind=form.cleaned_data["kind"], user=request.user, options=form.options()
-        )
+        kind = run_kind(request.POST.get("kind", ""))
     except ValidationError as error:
-        for message in error.messages:
-            messages.error(request, message)
+        messages.error(request, " ".join(error.messages))
         return redirect(scenario)
-    return redirect(run)
+    options_form = kind.options_form(request.POST, prefix=kind.name)
+    if options_form.is_valid():
+        try:
+            run = run_start(
+                scenario=scenario,
+                kind=kind.name,
+                user=request.user,
+                options=kind.form_options(options_form.cleaned_data),
+            )
+        except ValidationError as error:
+            _add_option_errors(options_form, error)
+        else:
+            return redirect(run)
+    form = ScenarioForm(
+        catalog_choices=_catalog_choices(),
+        initial=ScenarioForm.initial_from(
+            name=scenario.name, job=scenario.job, what_if=scenario.what_if, description=scenario.description
+        ),
+    )
+    return _scenario_page(
+        request, scenario, form=form, run_forms=_run_forms(kind.name, options_form), status=400
+    )
+
+
+def _add_option_errors(form, error: ValidationError) -> None:
+    """Service errors keyed ``options.<field>`` next to that field, others on the form."""
+    items = error.error_dict.items() if hasattr(error, "error_dict") else [(None, error.error_list)]
+    for key, errors in items:
+        field = key.removeprefix("options.") if isinstance(key, str) else None
+        for message in (m for e in errors for m in e.messages):
+            form.add_error(field if field in form.fields else None, message)
 
 
 @login_required
 def run_detail(request, pk: int):
-    run = get_object_or_404(runs_visible_to(request.user), pk=pk)
+    run = _run(request.user, pk)
     design = run.scenario.design
+    kind = registry().get(run.kind)
     context = {
         "run": run,
+        "kind": kind,
         "scenario": run.scenario,
         "design": design,
         "state": run_state(run=run),
         "floor_plan": design_floor_plan_json(design=design),
-        "metric": request.GET.get("metric") or charts.default_run_metric(run),
+        "metric": request.GET.get("metric") or (kind.floor_metric(run) if kind else "rack_power"),
+        "kind_context": kind.page_context(run) if kind else {},
     }
     return render(request, "scenarios/run_detail.html", context)
 
@@ -225,24 +285,19 @@ def run_detail(request, pk: int):
 @login_required
 def run_state_json(request, pk: int):
     """The run's state as the consumer sends it first (for scripts and a no-WebSocket fallback)."""
-    run = get_object_or_404(runs_visible_to(request.user), pk=pk)
-    return JsonResponse(run_state(run=run))
+    return JsonResponse(run_state(run=_run(request.user, pk)))
 
 
 @login_required
 def run_charts(request, pk: int):
-    run = get_object_or_404(runs_visible_to(request.user), pk=pk)
-    return JsonResponse({"run": run.pk, "status": run.status, "charts": charts.run_charts(run)})
+    run = _run(request.user, pk)
+    return JsonResponse({"run": run.pk, "status": run.status, "charts": run_charts_of(run=run)})
 
 
 @login_required
 @require_POST
 def run_cancel_view(request, pk: int):
-    run = get_object_or_404(runs_visible_to(request.user), pk=pk)
-    try:
-        run = run_cancel(run=run, user=request.user)
-    except PermissionDenied:
-        raise Http404 from None
+    run = run_cancel(run=_run(request.user, pk, RUN), user=request.user)
     if request.headers.get("X-Requested-With") == "fetch":
         return JsonResponse({"status": run.status})
     return redirect(run)
@@ -251,118 +306,27 @@ def run_cancel_view(request, pk: int):
 # --- comparison ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompareCell:
-    """One run's value in a comparison row, with its change against the first run."""
-
-    text: str
-    delta_text: str = ""
-    verdict: str = ""  # "better", "worse" or "" (same, or no direction)
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    label: str
-    cells: list[CompareCell]
-    differs: bool
-    numeric: bool = True
-
-
-#: Summary figures compared: key, label, format, whether lower is better (None: no direction).
-COMPARED_FIGURES = (
-    ("step_time_s", "Step time (s)", "{:.3f}", True),
-    ("mfu", "MFU", "{:.1%}", False),
-    ("model_tflops_per_gpu", "Model TFLOP/s per GPU", "{:.0f}", False),
-    ("tokens_per_s", "Tokens/s", "{:,.0f}", False),
-    ("time_to_train_days", "Time to train (days)", "{:.1f}", True),
-    ("memory_gib_per_gpu", "Memory per GPU (GiB)", "{:.1f}", True),
-    ("max_link_utilization", "Hottest link utilization", "{:.0%}", True),
-    ("gpus", "GPUs", "{:,}", None),
-)
-#: Relative change under which two values count as equal.
-SAME_WITHIN = 0.005
-
-
-def compare_rows(runs: list[Run]) -> list[CompareRow]:
-    """Figures of each run with their change against the first (the baseline), then the
-    settings (job and what-if) that differ between the runs' scenarios."""
-    rows = []
-    for key, label, fmt, lower_better in COMPARED_FIGURES:
-        values = [(r.summary or {}).get(key) for r in runs]
-        if all(v is None for v in values):
-            continue
-        base = values[0]
-        cells = [_compare_cell(v, base, fmt, lower_better, first=i == 0) for i, v in enumerate(values)]
-        differs = any(c.verdict or (c.delta_text and c.delta_text != "±0 %") for c in cells[1:])
-        rows.append(CompareRow(label=label, cells=cells, differs=differs))
-    rows += _setting_rows(runs)
-    return rows
-
-
-def _compare_cell(value, base, fmt: str, lower_better: bool | None, *, first: bool) -> CompareCell:
-    if value is None:
-        return CompareCell(text="—")
-    text = fmt.format(value)
-    if first or base in (None, 0) or not isinstance(value, int | float) or isinstance(value, bool):
-        return CompareCell(text=text)
-    change = (value - base) / abs(base)
-    if abs(change) < SAME_WITHIN:
-        return CompareCell(text=text, delta_text="±0 %")
-    verdict = "" if lower_better is None else ("better" if (change < 0) == lower_better else "worse")
-    return CompareCell(text=text, delta_text=f"{change:+.1%}", verdict=verdict)
-
-
-def _flat(prefix: str, data: Any) -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flat(f"{prefix}.{key}" if prefix else str(key), value))
-        return out
-    return {prefix: data}
-
-
-def _setting_rows(runs: list[Run]) -> list[CompareRow]:
-    flats = [
-        {
-            **_flat("job", r.scenario.job),
-            **_flat("what_if", r.scenario.what_if),
-            "kind": r.get_kind_display(),
-            "design": r.scenario.design.name,
-        }
-        for r in runs
-    ]
-    keys = sorted(set().union(*flats))
-    rows = []
-    for key in keys:
-        values = [f.get(key) for f in flats]
-        differs = len({repr(v) for v in values}) > 1
-        rows.append(
-            CompareRow(
-                label=key,
-                cells=[CompareCell(text="—" if v is None else str(v)) for v in values],
-                differs=differs,
-                numeric=False,
-            )
-        )
-    return rows
+def _compare_ids(request) -> list[int]:
+    ids = []
+    for part in request.GET.getlist("runs"):
+        ids += [_pk(p) for p in part.split(",") if p.strip()]
+    return list(dict.fromkeys(ids))[:MAX_COMPARED]
 
 
 @login_required
 def compare(request):
     """Side-by-side comparison of ``?runs=1,2,3`` (the first is the baseline)."""
-    ids = []
-    for part in request.GET.getlist("runs"):
-        ids += [int(p) for p in part.split(",") if p.strip().isdigit()]
-    ids = list(dict.fromkeys(ids))[:MAX_COMPARED]
-    found = {r.pk: r for r in runs_visible_to(request.user).filter(pk__in=ids)}
+    ids = _compare_ids(request)
+    visible = restrict(Run.objects, request.user).select_related("scenario", "scenario__design")
+    found = {r.pk: r for r in visible.filter(pk__in=ids)}
     runs = [found[i] for i in ids if i in found]
     if len(ids) != len(runs):
         raise Http404("run not found")
     context = {
         "runs": runs,
         "rows": compare_rows(runs) if runs else [],
-        "charts": charts.compare_charts(runs) if len(runs) > 1 else [],
-        "recent": runs_visible_to(request.user).filter(status="succeeded")[:30] if len(runs) < 2 else [],
+        "charts": compare_charts(runs) if len(runs) > 1 else [],
+        "recent": visible.filter(status="succeeded")[:30] if len(runs) < 2 else [],
     }
     return render(request, "scenarios/compare.html", context)
 
@@ -371,18 +335,15 @@ def compare(request):
 
 
 def _design_etag(request, pk: int) -> str | None:
-    design = Design.objects.visible_to(request.user).filter(pk=pk).values_list("version", "updated").first()
-    if design is None:
-        return None
-    return f"fp-{pk}-{design[0]}-{design[1].timestamp()}"
+    version = restrict(Design.objects, request.user).filter(pk=pk).values_list("version", flat=True).first()
+    return None if version is None else f"fp-{pk}-v{version}"
 
 
 @login_required
 @condition(etag_func=_design_etag)
 def design_floor_plan(request, pk: int):
     """The design's floor plan JSON (``design_floor_plan_json``); cached by the browser per version."""
-    design = _visible_design(request.user, pk)
-    response = JsonResponse(design_floor_plan_json(design=design))
+    response = JsonResponse(design_floor_plan_json(design=_design(request.user, pk)))
     response["Cache-Control"] = "private, no-cache"
     return response
 
@@ -390,7 +351,7 @@ def design_floor_plan(request, pk: int):
 @login_required
 def design_panel(request, pk: int):
     """The design page's scenarios and latest runs (HTML fragment, refreshed on live status)."""
-    design = _visible_design(request.user, pk)
+    design = _design(request.user, pk)
     context = {
         "design": design,
         "scenarios": Scenario.objects.filter(design=design).order_by("-updated")[:30],

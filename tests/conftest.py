@@ -35,3 +35,15 @@ def team(db, user):
     from topology.services import team_create
 
     return team_create(name="Alpha", users=[user])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_design_caches():
+    """Caches are keyed by (design id, version); a rolled-back test hands its ids to the next."""
+    from django.core.cache import cache
+
+    from topology.caches import clear_all
+
+    clear_all()
+    cache.clear()
+    yield

@@ -1,12 +1,18 @@
-"""Admin for the hardware catalog (curated here) and, read-mostly, for designs."""
+"""Admin for the hardware catalog (curated here) and for designs and their parts.
+
+Every save or delete of a design part goes through ``services.design_changed`` (in the admin's
+transaction), and every catalog edit through ``services.catalog_changed``, so the designs' version
+moves and no cache serves stale derived data.
+"""
 
 from __future__ import annotations
 
 import yaml
 from django.contrib import admin, messages
+from django.db import transaction
 from django.http import HttpResponse
 
-from topology import models
+from topology import models, services
 from topology.fabric.specs import spec_to_dict
 from topology.selectors import catalog_load
 
@@ -35,6 +41,39 @@ class CatalogAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
     actions = (export_yaml,)
     prepopulated_fields = {"slug": ("name",)}
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change:
+            services.catalog_changed(obj)
+
+
+class DesignPartAdmin(admin.ModelAdmin):
+    """Admin of a design or one of its parts: every change bumps the design's version."""
+
+    def save_related(self, request, form, formsets, change):
+        # Called after save_model, inside the same transaction, once the many-to-many rows
+        # (a feed's racks) are saved too: one version bump per saved form. A new design starts
+        # at version 1.
+        super().save_related(request, form, formsets, change)
+        if change or not isinstance(form.instance, models.Design):
+            services.design_changed(services.design_of(form.instance))
+
+    def delete_model(self, request, obj):
+        if isinstance(obj, models.Design):
+            return super().delete_model(request, obj)
+        design = services.design_of(obj)
+        with transaction.atomic():
+            super().delete_model(request, obj)
+            services.design_changed(design)
+
+    def delete_queryset(self, request, queryset):
+        if queryset.model is models.Design:
+            return super().delete_queryset(request, queryset)
+        with transaction.atomic():
+            designs = list(services.designs_of(queryset))
+            super().delete_queryset(request, queryset)
+            services.designs_changed(models.Design.objects.filter(pk__in=[d.pk for d in designs]))
 
 
 @admin.register(models.GpuType)
@@ -116,7 +155,7 @@ class TeamMembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Design)
-class DesignAdmin(admin.ModelAdmin):
+class DesignAdmin(DesignPartAdmin):
     list_display = ("name", "team", "generator", "owner", "updated")
     list_filter = ("generator", "team")
     search_fields = ("name", "description")
@@ -124,13 +163,13 @@ class DesignAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Hall)
-class HallAdmin(admin.ModelAdmin):
+class HallAdmin(DesignPartAdmin):
     list_display = ("name", "design", "rows", "columns")
     list_filter = ("design",)
 
 
 @admin.register(models.Rack)
-class RackAdmin(admin.ModelAdmin):
+class RackAdmin(DesignPartAdmin):
     list_display = ("name", "hall", "row", "column", "kind", "u_height", "power_budget_kw")
     list_filter = ("kind", "hall__design")
     search_fields = ("name",)
@@ -138,7 +177,7 @@ class RackAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(DesignPartAdmin):
     list_display = ("name", "rack", "server_type", "u_position")
     list_filter = ("server_type", "rack__hall__design")
     search_fields = ("name", "rack__name")
@@ -147,7 +186,7 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Gpu)
-class GpuAdmin(admin.ModelAdmin):
+class GpuAdmin(DesignPartAdmin):
     list_display = ("__str__", "node", "index")
     search_fields = ("node__name",)
     list_select_related = ("node",)
@@ -155,7 +194,7 @@ class GpuAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Switch)
-class SwitchAdmin(admin.ModelAdmin):
+class SwitchAdmin(DesignPartAdmin):
     list_display = ("name", "design", "switch_type", "tier", "rack", "group", "rail")
     list_filter = ("tier", "switch_type", "design")
     search_fields = ("name",)
@@ -164,7 +203,7 @@ class SwitchAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Link)
-class LinkAdmin(admin.ModelAdmin):
+class LinkAdmin(DesignPartAdmin):
     list_display = ("__str__", "design", "tier", "gbps", "link_type")
     list_filter = ("tier", "link_type", "design")
     list_select_related = ("node", "lower_switch", "upper_switch", "design", "link_type")
@@ -172,7 +211,7 @@ class LinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.PowerFeed)
-class PowerFeedAdmin(admin.ModelAdmin):
+class PowerFeedAdmin(DesignPartAdmin):
     list_display = ("name", "design", "feed_type", "side", "panel")
     list_filter = ("side", "feed_type", "design")
     search_fields = ("name", "panel")

@@ -197,16 +197,6 @@ class TeamMembership(models.Model):
 # --- Designs ------------------------------------------------------------------------------
 
 
-class DesignQuerySet(models.QuerySet):
-    def visible_to(self, user) -> DesignQuerySet:
-        """Designs of the teams the user belongs to (all of them for a superuser)."""
-        if not user.is_authenticated:
-            return self.none()
-        if user.is_superuser:
-            return self
-        return self.filter(team__members=user).distinct()
-
-
 class Design(models.Model):
     """A cluster design: one or more halls with racks, servers, network and power."""
 
@@ -224,8 +214,6 @@ class Design(models.Model):
     version = models.PositiveIntegerField(default=1, help_text="bumped on every structural change")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
-
-    objects = DesignQuerySet.as_manager()
 
     class Meta:
         ordering = ("name", "pk")

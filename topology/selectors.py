@@ -9,8 +9,9 @@ import numpy as np
 from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
+from topology.caches import VersionedCache
 from topology.choices import RackKind, SwitchTier
-from topology.fabric.plan import FabricError, FabricPlan
+from topology.fabric.plan import FabricError, FabricPlan, rack_nameplate_w
 from topology.fabric.specs import Catalog, catalog_from_dict
 from topology.models import (
     Design,
@@ -127,40 +128,106 @@ class FloorPlan:
     racks: list[FloorRack]
 
 
+@dataclass(frozen=True)
+class RackPower:
+    """Nameplate power of the racks of a design's first hall (R racks ordered by pk): the one
+    place rack power is summed (floor plan, floor-plan metrics, rack panel and power model).
+
+    Attributes
+    ----------
+    rack_pk : ndarray of int, (R,)
+    budget_kw, nameplate_kw : ndarray, (R,)
+        Power budget, and servers at nameplate (base + every GPU at TDP) plus switches (kW).
+    nodes, switches : ndarray of int, (R,)
+    gpu_type : ndarray of int, (R,)
+        Index into ``gpu_slugs`` of the rack's (first) GPU type; -1 without servers.
+    gpu_slugs : list[str]
+    """
+
+    rack_pk: np.ndarray
+    budget_kw: np.ndarray
+    nameplate_kw: np.ndarray
+    nodes: np.ndarray
+    switches: np.ndarray
+    gpu_type: np.ndarray
+    gpu_slugs: list[str]
+
+    def index(self, pks) -> np.ndarray:
+        """Positions of rack primary keys in ``rack_pk``."""
+        return np.searchsorted(self.rack_pk, np.asarray(pks, dtype=np.int64)).astype(np.int64)
+
+
+_RACK_POWER = VersionedCache("rack-power", maxsize=8)
+
+
+def design_rack_power(design: Design) -> RackPower:
+    """:class:`RackPower` of a design (cached per design version)."""
+    return _RACK_POWER.get(design, lambda: _rack_power(design))
+
+
+def _rack_power(design: Design) -> RackPower:
+    hall_pk = design.halls.order_by("pk").values_list("pk", flat=True).first()
+    rack_pk, budget_kw = _column(Rack.objects.filter(hall_id=hall_pk).order_by("pk"), "pk", "power_budget_kw")
+    rack_pk = rack_pk.astype(np.int64)
+    servers = {s.pk: s for s in ServerType.objects.select_related("gpu_type")}
+    counts = list(
+        Node.objects.filter(rack__hall_id=hall_pk).values_list("rack", "server_type").annotate(n=Count("pk"))
+    )
+    gpu_slugs = sorted({servers[st].gpu_type.slug for _, st, _ in counts})
+    c_rack, c_type, c_n = (np.asarray(col) for col in zip(*counts, strict=True)) if counts else ([], [], [])
+    switch_rack, switch_w = _column(
+        Switch.objects.filter(rack__hall_id=hall_pk), "rack", "switch_type__power_w"
+    )
+    index = _index_of(rack_pk)
+    n_racks = rack_pk.size
+    server_w = np.array([servers[int(t)].power_w for t in c_type], dtype=float)
+    nameplate_w = rack_nameplate_w(
+        n_racks,
+        node_rack=index(c_rack),
+        node_w=server_w * np.asarray(c_n, dtype=float),
+        switch_rack=index(switch_rack),
+        switch_w=switch_w.astype(float),
+    )
+    gpu_type = np.full(n_racks, -1, dtype=np.int64)
+    if counts:
+        gpu_type[index(c_rack)] = [gpu_slugs.index(servers[int(t)].gpu_type.slug) for t in c_type]
+    return RackPower(
+        rack_pk=rack_pk,
+        budget_kw=budget_kw.astype(float),
+        nameplate_kw=nameplate_w / 1000.0,
+        nodes=np.bincount(index(c_rack), weights=np.asarray(c_n, dtype=float), minlength=n_racks).astype(
+            np.int64
+        ),
+        switches=np.bincount(index(switch_rack), minlength=n_racks).astype(np.int64),
+        gpu_type=gpu_type,
+        gpu_slugs=gpu_slugs,
+    )
+
+
 def design_floor_plan(*, design: Design) -> FloorPlan:
     """The first hall of a design with each rack's kind, contents and nameplate power."""
     hall = design.halls.order_by("pk").first()
     if hall is None:
         return FloorPlan(rows=0, columns=0, racks=[])
-    node_power = dict(
-        Node.objects.filter(rack__hall=hall).values("rack").annotate(n=Count("pk")).values_list("rack", "n")
-    )
-    server = ServerType.objects.filter(nodes__rack__hall=hall).select_related("gpu_type").first()
-    server_kw = server.power_w / 1000 if server else 0.0
-    switch_kw = dict(
-        Switch.objects.filter(rack__hall=hall)
-        .values("rack")
-        .annotate(kw=Sum("switch_type__power_w"))
-        .values_list("rack", "kw")
-    )
-    switch_count = dict(
-        Switch.objects.filter(rack__hall=hall).values("rack").annotate(n=Count("pk")).values_list("rack", "n")
-    )
+    power = design_rack_power(design)
     racks = [
         FloorRack(
-            name=rack.name,
-            row=rack.row,
-            column=rack.column,
-            kind=rack.kind,
-            kind_label=RackKind(rack.kind).label,
-            color=RACK_COLORS[RackKind(rack.kind)],
-            nodes=node_power.get(rack.pk, 0),
-            switches=switch_count.get(rack.pk, 0),
-            power_budget_kw=rack.power_budget_kw,
-            nameplate_kw=node_power.get(rack.pk, 0) * server_kw + (switch_kw.get(rack.pk) or 0) / 1000,
+            name=name,
+            row=row,
+            column=column,
+            kind=kind,
+            kind_label=RackKind(kind).label,
+            color=RACK_COLORS[RackKind(kind)],
+            nodes=int(power.nodes[i]),
+            switches=int(power.switches[i]),
+            power_budget_kw=float(power.budget_kw[i]),
+            nameplate_kw=float(power.nameplate_kw[i]),
         )
-        for rack in Rack.objects.filter(hall=hall).order_by("row", "column")
+        for i, (name, row, column, kind) in enumerate(
+            Rack.objects.filter(hall=hall).order_by("pk").values_list("name", "row", "column", "kind")
+        )
     ]
+    racks.sort(key=lambda r: (r.row, r.column))
     return FloorPlan(rows=hall.rows, columns=hall.columns, racks=racks)
 
 
@@ -190,13 +257,29 @@ def _column(queryset, *names) -> list[np.ndarray]:
     return [np.asarray(col) for col in zip(*rows, strict=True)]
 
 
-def design_plan(*, design: Design, catalog: Catalog | None = None) -> FabricPlan:
+_PLANS = VersionedCache("plan", maxsize=2)
+_FABRICS = VersionedCache("fabric", maxsize=2)
+
+
+def design_plan(*, design: Design) -> FabricPlan:
     """Rebuild the column-array ``FabricPlan`` of a saved design (the inverse of
     ``services.design_create_from_plan``), so a design edited in the admin simulates as saved.
 
+    Cached per design version (a catalog edit bumps the versions of the designs it reaches).
     One query per table and numpy index remapping; no Python work per GPU or link.
     """
-    catalog = catalog or catalog_load()
+    return _PLANS.get(design, lambda: _design_plan(design, catalog_load()))
+
+
+def design_fabric(*, design: Design):
+    """``compile_plan(design_plan(design))``, cached per design version (a 131,072-GPU design
+    takes seconds to load and compile)."""
+    from topology.fabric.compiled import compile_plan
+
+    return _FABRICS.get(design, lambda: compile_plan(design_plan(design=design)))
+
+
+def _design_plan(design: Design, catalog: Catalog) -> FabricPlan:
     hall = design.halls.order_by("pk").first()
     if hall is None:
         raise FabricError(f"design {design.name!r}: has no hall")

@@ -13,9 +13,11 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Case, Count, F, Sum, When
+from django.utils import timezone
 from django.utils.text import slugify
 
 from topology.choices import FeedSide, SwitchTier
+from topology.fabric.jsonsafe import json_safe
 from topology.fabric.specs import SPEC_TYPES, Catalog, CatalogError, catalog_from_dict
 from topology.models import (
     Design,
@@ -34,6 +36,7 @@ from topology.models import (
     Team,
     TeamMembership,
 )
+from twin.permissions import CHANGE, require
 
 BULK_BATCH = 2000
 
@@ -52,7 +55,8 @@ CATALOG_MODELS = {
 
 @dataclass(frozen=True)
 class CatalogImportReport:
-    """What a catalog import did, per kind: slugs created and updated."""
+    """What a catalog import did, per kind: slugs created and updated (existing rows are only
+    updated with ``update``)."""
 
     created: dict[str, list[str]]
     updated: dict[str, list[str]]
@@ -92,11 +96,14 @@ def _catalog_check(data: Mapping[str, Any]) -> None:
 
 
 @transaction.atomic
-def catalog_import(*, data: Mapping[str, Any]) -> CatalogImportReport:
-    """Create or update catalog rows from a parsed catalog YAML document, all or nothing.
+def catalog_import(*, data: Mapping[str, Any], update: bool = False) -> CatalogImportReport:
+    """Create the catalog rows of a parsed catalog YAML document that are missing, all or nothing.
 
-    The document is validated first with the same rules as the pure loader, then each row with
-    ``full_clean``; any error names the entry and field and nothing is saved.
+    Rows that exist already are left as they are (a curator's edits in the admin survive every
+    re-seed); with ``update`` they are overwritten by the document and every design using them
+    gets a new version. The document is validated first with the same rules as the pure
+    loader, then each row with ``full_clean``; any error names the entry and field and nothing
+    is saved.
     """
     if not isinstance(data, Mapping):
         raise ValidationError("catalog: the document must be a mapping with gpus, servers, ...")
@@ -113,16 +120,22 @@ def catalog_import(*, data: Mapping[str, Any]) -> CatalogImportReport:
                 values = _row_values(kind, entry)
             except GpuType.DoesNotExist as exc:
                 raise ValidationError(f"servers[{slug}].gpu: unknown GPU slug {entry.get('gpu')!r}") from exc
-            row = model.objects.filter(slug=slug).first() or model(slug=slug)
-            is_new = row.pk is None
+            existing = model.objects.filter(slug=slug).first()
+            row = existing if existing is not None and update else model(slug=slug)
             for field_name, value in values.items():
                 setattr(row, field_name, value)
             try:
-                row.full_clean()
+                # Every entry is checked, also one that will not be saved: a bad file is an error.
+                row.full_clean(validate_unique=existing is None or update)
             except ValidationError as exc:
                 messages = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in exc.message_dict.items())
                 raise ValidationError(f"{kind}[{slug}]: {messages}") from exc
+            is_new = existing is None
+            if not (is_new or update):
+                continue
             row.save()
+            if not is_new:
+                catalog_changed(row)
             (created if is_new else updated)[kind].append(slug)
     return CatalogImportReport(created=created, updated=updated)
 
@@ -132,6 +145,103 @@ def catalog_export() -> dict[str, list[dict[str, Any]]]:
     from topology.selectors import catalog_load
 
     return catalog_load().to_dict()
+
+
+# --- Design versions -------------------------------------------------------------------------
+
+#: Which catalog row a design part points at (for ``catalog_changed``).
+_CATALOG_USERS = {
+    GpuType: "halls__racks__nodes__server_type__gpu_type",
+    ServerType: "halls__racks__nodes__server_type",
+    SwitchType: "switches__switch_type",
+    LinkType: "links__link_type",
+    PowerFeedType: "feeds__feed_type",
+}
+
+
+def design_of(part) -> Design:
+    """The design a row belongs to (a Design, Hall, Rack, Node, Gpu, Switch, Link or PowerFeed)."""
+    if isinstance(part, Design):
+        return part
+    if isinstance(part, Rack):
+        return part.hall.design
+    if isinstance(part, Node):
+        return part.rack.hall.design
+    if isinstance(part, Gpu):
+        return part.node.rack.hall.design
+    return part.design  # Hall, Switch, Link, PowerFeed
+
+
+#: ORM path from each design part to its design.
+_DESIGN_PATHS = {
+    Design: "pk",
+    Hall: "design",
+    Rack: "hall__design",
+    Node: "rack__hall__design",
+    Gpu: "node__rack__hall__design",
+    Switch: "design",
+    Link: "design",
+    PowerFeed: "design",
+}
+
+
+def designs_of(parts) -> Any:
+    """The designs the rows of a queryset of design parts belong to."""
+    return Design.objects.filter(pk__in=parts.values(_DESIGN_PATHS[parts.model]))
+
+
+def design_changed(design: Design) -> Design:
+    """Record that a design (or any part of it) changed: bump its version in this transaction.
+
+    Every cache of derived data is keyed by ``(design id, version)`` (``topology.caches``), so
+    this is the one invalidation. It must run inside the transaction that made the change, so
+    that no reader ever sees the new rows under the old version.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("design_changed: call it inside the transaction that changed the design")
+    Design.objects.filter(pk=design.pk).update(version=F("version") + 1, updated=timezone.now())
+    design.refresh_from_db(fields=["version", "updated"])
+    return design
+
+
+def designs_changed(designs) -> int:
+    """``design_changed`` for every design of a queryset (a catalog edit); returns how many."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("designs_changed: call it inside the transaction that made the change")
+    pks = list(designs.values_list("pk", flat=True).distinct())
+    return Design.objects.filter(pk__in=pks).update(version=F("version") + 1, updated=timezone.now())
+
+
+def catalog_changed(entry) -> int:
+    """A catalog row changed: every design that uses it gets a new version (its derived data,
+    nameplate power or link latencies, changed with it)."""
+    path = _CATALOG_USERS[type(entry)]
+    return designs_changed(Design.objects.filter(**{path: entry}))
+
+
+@transaction.atomic
+def design_part_save(*, part, user) -> Any:
+    """Validate and save one row of a design (or the design itself) and bump the version.
+
+    Raises
+    ------
+    NotFound, Forbidden (``twin.permissions``), ValidationError
+    """
+    design = design_of(part)
+    require(design, user, CHANGE)
+    part.full_clean()
+    part.save()
+    design_changed(design)
+    return part
+
+
+@transaction.atomic
+def design_part_delete(*, part, user) -> None:
+    """Delete one row of a design (its dependants cascade) and bump the version."""
+    design = design_of(part)
+    require(design, user, CHANGE)
+    part.delete()
+    design_changed(design)
 
 
 # --- Saving a generated design --------------------------------------------------------------
@@ -174,8 +284,8 @@ def design_create_from_plan(*, plan, name: str, team: Team, user=None, descripti
         owner=user,
         team=team,
         generator=plan.generator,
-        parameters=_jsonable(plan.params),
-        summary=_jsonable(summary),
+        parameters=json_safe(plan.params),
+        summary=json_safe(summary),
     )
     design.full_clean()
     design.save()
@@ -307,17 +417,6 @@ def _bulk_create_feeds(plan, design: Design, rows, rack_ids) -> None:
         ],
         batch_size=BULK_BATCH,
     )
-
-
-def _jsonable(value):
-    """Numbers, lists and dicts only (numpy scalars and tuples become plain values)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # --- Whole-design rules ---------------------------------------------------------------------

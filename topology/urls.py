@@ -9,6 +9,6 @@ from topology import views
 app_name = "topology"
 urlpatterns = [
     path("", views.design_list, name="design-list"),
-    path("<int:pk>/", views.design_detail, name="design-detail"),
-    path("<int:pk>/racks/<int:rack_pk>/", views.rack_detail, name="rack-detail"),
+    path("<pk:pk>/", views.design_detail, name="design-detail"),
+    path("<pk:pk>/racks/<pk:rack_pk>/", views.rack_detail, name="rack-detail"),
 ]

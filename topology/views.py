@@ -16,9 +16,11 @@ from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from topology.caches import design_key
 from topology.choices import LinkTier, RackKind
 from topology.models import Design, Link, Rack
-from topology.selectors import design_floor_plan
+from topology.selectors import design_floor_plan, design_rack_power
+from twin.permissions import restrict
 
 TILE_PX = 14
 PEERS_SHOWN = 4
@@ -26,7 +28,7 @@ PEERS_SHOWN = 4
 
 @login_required
 def design_list(request):
-    designs = Design.objects.visible_to(request.user).select_related("team", "owner")
+    designs = restrict(Design.objects, request.user).select_related("team", "owner")
     cards = [{"design": d, "floor_plan_svg": _floor_plan_svg(d)} for d in designs]
     return render(request, "topology/design_list.html", {"cards": cards})
 
@@ -34,7 +36,7 @@ def design_list(request):
 def _floor_plan_svg(design: Design) -> str:
     """A design's static SVG floor plan, rendered once per design version (a 131,072-GPU hall
     is ~4,500 racks: about 1.5 s of template rendering, then a cache hit)."""
-    key = f"design-floor-svg:{design.pk}:{design.version}:{design.updated.timestamp()}"
+    key = design_key(design, "floor-svg")
     svg = cache.get(key)
     if svg is None:
         svg = render_to_string(
@@ -46,7 +48,7 @@ def _floor_plan_svg(design: Design) -> str:
 
 @login_required
 def design_detail(request, pk: int):
-    design = get_object_or_404(Design.objects.visible_to(request.user).select_related("team"), pk=pk)
+    design = get_object_or_404(restrict(Design.objects, request.user).select_related("team"), pk=pk)
     hall = design.halls.order_by("pk").first()
     return render(request, "topology/design_detail.html", {"design": design, "hall": hall})
 
@@ -54,10 +56,10 @@ def design_detail(request, pk: int):
 @login_required
 def rack_detail(request, pk: int, rack_pk: int):
     """One rack as JSON for the floor plan's rack panel: devices by U, links, feeds."""
-    design = get_object_or_404(Design.objects.visible_to(request.user), pk=pk)
+    design = get_object_or_404(restrict(Design.objects, request.user), pk=pk)
     rack = get_object_or_404(Rack.objects.filter(hall__design=design), pk=rack_pk)
-    devices = _rack_devices(rack)
-    nameplate_w = sum(d.pop("power_w") for d in devices)
+    power = design_rack_power(design)
+    position = int(power.index([rack.pk])[0])
     return JsonResponse(
         {
             "id": rack.pk,
@@ -68,8 +70,8 @@ def rack_detail(request, pk: int, rack_pk: int):
             "kind_label": RackKind(rack.kind).label,
             "u_height": rack.u_height,
             "power_budget_kw": rack.power_budget_kw,
-            "nameplate_kw": nameplate_w / 1000,
-            "devices": devices,
+            "nameplate_kw": float(power.nameplate_kw[position]),
+            "devices": _rack_devices(rack),
             "links": _rack_links(rack),
             "feeds": _rack_feeds(rack),
         }
@@ -86,7 +88,6 @@ def _rack_devices(rack: Rack) -> list[dict]:
             "type": n.server_type.name,
             "u": n.u_position,
             "units": n.server_type.rack_units,
-            "power_w": n.server_type.power_w,
         }
         for n in nodes
     ]
@@ -97,7 +98,6 @@ def _rack_devices(rack: Rack) -> list[dict]:
             "type": f"{s.switch_type.name} ({s.get_tier_display().lower()})",
             "u": s.u_position,
             "units": s.switch_type.rack_units,
-            "power_w": s.switch_type.power_w,
         }
         for s in switches
     ]

@@ -141,6 +141,15 @@ else:
 TWIN_RUN_HEARTBEAT_S = float(os.environ.get("TWIN_RUN_HEARTBEAT_S", "5"))
 TWIN_RUN_STALE_S = float(os.environ.get("TWIN_RUN_STALE_S", "60"))
 
+# The run kinds this installation computes (scenarios/kinds/: one module each, exposing KIND).
+# TWIN_EXTRA_RUN_KINDS (comma separated module paths) adds plug-in kinds without editing this file.
+TWIN_RUN_KINDS = [
+    "scenarios.kinds.step",
+    "scenarios.kinds.sweep",
+    "scenarios.kinds.search",
+    *[m.strip() for m in os.environ.get("TWIN_EXTRA_RUN_KINDS", "").split(",") if m.strip()],
+]
+
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PHASE_KINDS", "PHASE_LABELS", "PhaseTimeline", "StageTimeline", "bubble_fraction", "phase_timeline", "pipeline_time_s", "stage_layers"]
+__all__ = [
+    "PHASE_KINDS",
+    "PHASE_LABELS",
+    "PhaseTimeline",
+    "StageTimeline",
+    "bubble_fraction",
+    "phase_timeline",
+    "pipeline_time_s",
+    "stage_layers",
+]
 
 
 def bubble_fraction(pp, vpp, microbatches) -> np.ndarray:

@@ -1,11 +1,12 @@
-// The run page: progress bar, status and summary from the run's live stream; the floor plan
-// recolored in place by "partial" messages; result charts drawn when the run succeeds.
+// The run page: progress bar, status and figures from the run's live stream; the floor plan
+// recolored in place by "partial" messages; result charts drawn when the run succeeds. What a
+// kind draws beyond that lives in its own module (data-kind-script), loaded here.
 
 import { FloorPlan, bindMetricSelect, planFromJson } from "./floorplan.js";
 import { rackPanelOpener } from "./elevation.js";
 import { LiveSocket, isTerminal } from "./live.js";
 import { fetchCharts } from "./charts.js";
-import { renderSummary } from "./summary.js";
+import { renderFigures } from "./summary.js";
 
 const page = document.getElementById("run-page");
 const $ = (selector) => page.querySelector(selector);
@@ -18,6 +19,9 @@ const floor = new FloorPlan(root, planFromJson(planJson, initial.rack_values || 
   onRackClick: rackPanelOpener(document.getElementById("rack-panel"), root.dataset.rackUrl),
 });
 bindMetricSelect(floor, document.querySelector("[data-metric-select]"));
+
+const kindModule = page.dataset.kindScript ? await import(page.dataset.kindScript) : null;
+const kind = kindModule ? kindModule.init(page) : {};
 
 let chartsLoaded = false;
 let status = initial.status;
@@ -49,31 +53,13 @@ function setStatus(next, label, error) {
   }
 }
 
-/** A finished point of a scaling sweep, streamed as a partial message: upsert its table row. */
-function showPoint(point) {
-  page.querySelector("[data-points-panel]").hidden = false;
-  const body = $("[data-points]");
-  let row = body.querySelector(`tr[data-index="${point.index}"]`);
-  if (!row) {
-    row = document.createElement("tr");
-    row.dataset.index = point.index;
-    const after = [...body.children].find((r) => Number(r.dataset.index) > point.index);
-    body.insertBefore(row, after || null);
-  }
-  const cells = point.error
-    ? [point.gpus?.toLocaleString("en-US"), point.error, "", ""]
-    : [point.gpus.toLocaleString("en-US"), `${point.step_time_s.toFixed(3)} s`,
-       Math.round(point.tokens_per_s).toLocaleString("en-US"), `${(point.mfu * 100).toFixed(1)} %`];
-  row.replaceChildren(...cells.map((text) => Object.assign(document.createElement("td"), { className: "num", textContent: text ?? "" })));
-}
-
 function applyState(run) {
   setProgress(run.progress, run.stage);
   setStatus(run.status, run.status_label, run.error);
-  renderSummary($("[data-summary]"), run.kind, run.summary);
+  renderFigures($("[data-summary]"), run.figures);
   $("[data-not-aligned]").hidden = run.summary?.racks_aligned !== false;
-  if (Array.isArray(run.summary?.points)) run.summary.points.forEach(showPoint);
   for (const [name, values] of Object.entries(run.rack_values || {})) floor.setValues(name, values);
+  kind.state?.(run);
 }
 
 applyState(initial);
@@ -86,14 +72,14 @@ const live = new LiveSocket(`/ws/runs/${initial.id}/`, {
   progress: (msg) => setProgress(msg.progress, msg.stage),
   partial: (msg) => {
     if (msg.values) floor.setValues(msg.metric, msg.values);
-    if (msg.summary?.point) showPoint(msg.summary.point);
-    else if (msg.summary) renderSummary($("[data-summary]"), initial.kind, msg.summary, { merge: true });
+    kind.partial?.(msg);
   },
   status: (msg) => {
     if (msg.status === "succeeded") setProgress(1);
+    else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
-    if (msg.summary) renderSummary($("[data-summary]"), initial.kind, msg.summary);
-    if (Array.isArray(msg.summary?.points)) msg.summary.points.forEach(showPoint);
+    renderFigures($("[data-summary]"), msg.figures);
+    kind.status?.(msg);
   },
 }, { stopWhen: (msg) => (msg.type === "status" || msg.type === "state") && isTerminal(msg.status ?? msg.run?.status) });
 if (!isTerminal(initial.status)) live.connect();

@@ -48,15 +48,29 @@ def random_arrays(seed: int) -> DesignRackArrays:
         for f in rng.choice(n_feeds, size=int(rng.integers(2, min(4, n_feeds) + 1)), replace=False):
             pairs.add((int(f), rack))
     pair_feed, pair_rack = (np.array(c) for c in zip(*sorted(pairs), strict=True))
-    return DesignRackArrays(
-        rack_pk=np.arange(n_racks) + 10,
-        budget_kw=np.full(n_racks, 40.0),
+    return rack_arrays(
         nameplate_kw=rng.uniform(5, 40, n_racks),
-        gpu_type=np.zeros(n_racks, dtype=int),
-        gpu_slugs=["h100-sxm"],
         feed_capacity_kw=rng.uniform(20, 60, n_feeds),
         pair_feed=pair_feed,
         pair_rack=pair_rack,
+    )
+
+
+def rack_arrays(*, nameplate_kw, feed_capacity_kw, pair_feed, pair_rack) -> DesignRackArrays:
+    from topology.selectors import RackPower
+
+    n = nameplate_kw.size
+    power = RackPower(
+        rack_pk=np.arange(n) + 10,
+        budget_kw=np.full(n, 40.0),
+        nameplate_kw=nameplate_kw,
+        nodes=np.ones(n, dtype=int),
+        switches=np.zeros(n, dtype=int),
+        gpu_type=np.zeros(n, dtype=int),
+        gpu_slugs=["h100-sxm"],
+    )
+    return DesignRackArrays(
+        power=power, feed_capacity_kw=feed_capacity_kw, pair_feed=pair_feed, pair_rack=pair_rack
     )
 
 
@@ -70,12 +84,8 @@ def test_feed_loads_match_the_naive_reference(seed):
 
 
 def test_feed_loss_on_a_two_feed_rack_doubles_the_other_feed():
-    arrays = DesignRackArrays(
-        rack_pk=np.array([1]),
-        budget_kw=np.array([30.0]),
+    arrays = rack_arrays(
         nameplate_kw=np.array([20.0]),
-        gpu_type=np.array([0]),
-        gpu_slugs=["x"],
         feed_capacity_kw=np.array([40.0, 40.0]),
         pair_feed=np.array([0, 1]),
         pair_rack=np.array([0, 0]),

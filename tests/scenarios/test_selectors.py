@@ -1,21 +1,13 @@
-"""Selectors: visibility, the run state the consumer sends first, the floor-plan JSON."""
+"""Selectors: the run state the consumer sends first, the floor-plan JSON, the rack panel."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from scenarios import selectors, services
 from scenarios.models import Run
-
-
-def test_visibility_follows_the_design_team(scenario, user, outsider):
-    run = Run.objects.create(scenario=scenario)
-    assert list(selectors.scenarios_visible_to(user)) == [scenario]
-    assert list(selectors.runs_visible_to(user)) == [run]
-    assert not selectors.scenarios_visible_to(outsider).exists()
-    assert not selectors.runs_visible_to(outsider).exists()
-    assert selectors.user_may_see_design(user, scenario.design_id)
-    assert not selectors.user_may_see_design(outsider, scenario.design_id)
 
 
 def test_run_state_of_a_queued_run_has_no_rack_values(scenario):
@@ -51,12 +43,17 @@ def test_floor_plan_json_lists_racks_by_pk_with_design_metrics(design):
     json.dumps(plan)
 
 
-def test_rack_elevation_lists_devices_links_and_feeds(design):
+def test_rack_panel_lists_devices_links_and_feeds(client, user, design):
+    from django.urls import reverse
+
     plan = selectors.design_floor_plan_json(design=design)
     compute = next(r for r in plan["racks"] if r["kind"] == 0)
-    rack = selectors.rack_elevation(design=design, rack_id=compute["id"])
+    client.force_login(user)
+    rack = client.get(reverse("topology:rack-detail", args=[design.pk, compute["id"]])).json()
     assert rack["name"] == compute["name"]
-    assert any(d["type"] == "server" for d in rack["devices"])
+    assert any(d["kind"] == "server" for d in rack["devices"])
     assert [d["u"] for d in rack["devices"]] == sorted((d["u"] for d in rack["devices"]), reverse=True)
-    assert rack["links_total"] > 0 and rack["feeds"]
-    assert selectors.rack_elevation(design=design, rack_id=-1) is None
+    assert sum(link["count"] for link in rack["links"]) > 0 and rack["feeds"]
+    index = [r["id"] for r in plan["racks"]].index(compute["id"])
+    assert rack["nameplate_kw"] == pytest.approx(plan["power"]["nameplate_kw"][index], abs=0.01)
+    assert client.get(reverse("topology:rack-detail", args=[design.pk, 10**12])).status_code == 404

@@ -6,12 +6,13 @@ from datetime import timedelta
 
 import pytest
 import yaml
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from scenarios import services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
+from twin.permissions import NotFound
 
 
 def test_scenario_create_saves_job_and_overrides(design, user, job):
@@ -47,7 +48,7 @@ def test_scenario_create_names_the_field_and_the_limit(design, user, job, change
 
 
 def test_scenario_create_refuses_a_design_of_another_team(design, outsider, job):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(NotFound):  # another team's design does not exist for them
         services.scenario_create(design=design, name="x", job=job, what_if={}, user=outsider)
 
 
@@ -112,7 +113,9 @@ def test_scenario_from_yaml_reports_bad_yaml_and_bad_fields(design, user):
 
 def test_run_start_enqueues_after_commit(scenario, user, django_capture_on_commit_callbacks, monkeypatch):
     enqueued = []
-    monkeypatch.setattr(services, "_enqueue", lambda run_id, task_id: enqueued.append((run_id, task_id)))
+    from scenarios import queue
+
+    monkeypatch.setattr(queue, "enqueue_run", lambda run_id, task_id: enqueued.append((run_id, task_id)))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = services.run_start(scenario=scenario, kind="step", user=user)
     assert enqueued == []  # nothing leaves before the commit
@@ -135,12 +138,12 @@ def test_run_start_validates_kind_and_options(scenario, user):
 
 
 def test_run_start_refuses_outsiders(scenario, outsider):
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(NotFound):  # another team's design does not exist for them
         services.run_start(scenario=scenario, kind="step", user=outsider)
 
 
 def test_run_execute_computes_a_step_run_and_stores_arrays(scenario, user):
-    from scenarios.selectors import run_array
+    from scenarios.storage import run_array
 
     run = Run.objects.create(scenario=scenario, kind="step", created_by=user)
     assert services.run_execute(run_id=run.pk) == "succeeded"
@@ -175,7 +178,9 @@ def test_run_execute_skips_a_final_run(scenario, user):
 
 def test_run_cancel_stops_an_active_run_only(scenario, user, monkeypatch):
     revoked = []
-    monkeypatch.setattr(services, "_revoke", revoked.append)
+    from scenarios import queue
+
+    monkeypatch.setattr(queue, "revoke", revoked.append)
     run = Run.objects.create(scenario=scenario, kind="step", task_id="t-1")
     services.run_cancel(run=run, user=user)
     assert run.status == RunStatus.CANCELLED and run.finished is not None
@@ -214,7 +219,9 @@ def test_runs_reap_stale_fails_runs_without_heartbeat(scenario):
 def test_json_safe_replaces_non_finite_numbers():
     import numpy as np
 
-    assert services.json_safe({"a": float("nan"), "b": (np.float32(1.5), np.inf)}) == {
+    from topology.fabric.jsonsafe import json_safe
+
+    assert json_safe({"a": float("nan"), "b": (np.float32(1.5), np.inf)}) == {
         "a": None,
         "b": [1.5, None],
     }

@@ -13,10 +13,11 @@ import uuid
 import pytest
 from django.db import transaction
 
-from scenarios import services
+from scenarios import queue, services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
 from tests.scenarios.integration import Worker, database_url_of_test_db, redis_url
+from topology.fabric.jsonsafe import json_safe
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -79,7 +80,7 @@ def test_worker_sweep_split_across_chunks_equals_the_unsplit_sweep(worker_scenar
         scenario=worker_scenario, kind="sweep", options=run.options, status="running"
     )
     unsplit = run_kind("sweep").execute(RunContext.load(reference), services.RunProgress(reference))
-    assert run.summary == services.json_safe(unsplit.summary)
+    assert run.summary == json_safe(unsplit.summary)
     assert len(run.summary["points"]) == 5
 
 
@@ -92,7 +93,7 @@ def test_worker_search_split_across_chunks_equals_the_unsplit_search(worker_scen
         scenario=worker_scenario, kind="search", options=run.options, status="running"
     )
     unsplit = run_kind("search").execute(RunContext.load(reference), services.RunProgress(reference))
-    assert run.summary == services.json_safe(unsplit.summary)
+    assert run.summary == json_safe(unsplit.summary)
 
 
 def test_worker_cancel_stops_the_work(worker_scenario, user):
@@ -117,7 +118,7 @@ def test_worker_saves_the_message_of_a_task_exception(worker_scenario, user):
         job={**worker_scenario.job, "parallel": {"tp": 3, "pp": 1, "dp": 4}},
     )
     run = Run.objects.create(scenario=broken, kind="step", task_id=str(uuid.uuid4()))
-    services._enqueue(run.pk, run.task_id)
+    queue.enqueue_run(run.pk, run.task_id)
     run = wait_for(run, {RunStatus.FAILED, RunStatus.SUCCEEDED})
     assert run.status == RunStatus.FAILED
     assert run.error.startswith("job.parallel.tp: must divide heads (16) (got 3)")

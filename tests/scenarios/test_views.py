@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from scenarios.choices import RunKind, RunStatus
+from scenarios.choices import RunStatus
 from scenarios.forms import ScenarioForm, default_job
 from scenarios.models import Run, Scenario
 from scenarios.services import scenario_create
@@ -55,7 +55,7 @@ def _field_block(html: str, name: str) -> str:
 
 def _succeeded_run(scenario, **summary) -> Run:
     return Run.objects.create(
-        scenario=scenario, kind=RunKind.STEP, status=RunStatus.SUCCEEDED, progress=1.0, summary=summary
+        scenario=scenario, kind="step", status=RunStatus.SUCCEEDED, progress=1.0, summary=summary
     )
 
 
@@ -203,7 +203,7 @@ def test_run_start_queues_a_run_and_opens_its_page(client, user, scenario):
     client.force_login(user)
     response = client.post(reverse("scenarios:run-start", args=[scenario.pk]), {"kind": "step"})
     run = Run.objects.get()
-    assert run.status == RunStatus.QUEUED and run.kind == RunKind.STEP and run.created_by == user
+    assert run.status == RunStatus.QUEUED and run.kind == "step" and run.created_by == user
     assert response["Location"] == run.get_absolute_url()
 
 
@@ -211,7 +211,7 @@ def test_run_start_rejects_bad_sweep_nodes(client, user, scenario):
     client.force_login(user)
     response = client.post(
         reverse("scenarios:run-start", args=[scenario.pk]),
-        {"kind": "sweep", "sweep_nodes": "8, x"},
+        {"kind": "sweep", "sweep-nodes": "8, x"},
         follow=True,
     )
     assert not Run.objects.exists()
@@ -219,7 +219,7 @@ def test_run_start_rejects_bad_sweep_nodes(client, user, scenario):
 
 
 def test_run_cancel_from_the_page(client, user, scenario):
-    run = Run.objects.create(scenario=scenario, kind=RunKind.STEP, status=RunStatus.RUNNING, progress=0.3)
+    run = Run.objects.create(scenario=scenario, kind="step", status=RunStatus.RUNNING, progress=0.3)
     client.force_login(user)
     response = client.post(reverse("scenarios:run-cancel", args=[run.pk]), HTTP_X_REQUESTED_WITH="fetch")
     assert response.json() == {"status": "cancelled"}
@@ -232,7 +232,7 @@ def test_run_cancel_from_the_page(client, user, scenario):
 
 def test_run_page_embeds_state_floor_plan_and_live_script(client, user, scenario):
     run = Run.objects.create(
-        scenario=scenario, kind=RunKind.STEP, status=RunStatus.RUNNING, progress=0.25, stage="routing"
+        scenario=scenario, kind="step", status=RunStatus.RUNNING, progress=0.25, stage="routing"
     )
     client.force_login(user)
     response = client.get(run.get_absolute_url())
@@ -298,7 +298,7 @@ def test_run_charts_by_kind(client, user, scenario):
     )
     sweep = Run.objects.create(
         scenario=scenario,
-        kind=RunKind.SWEEP,
+        kind="sweep",
         status=RunStatus.SUCCEEDED,
         summary={
             "points": [
@@ -322,7 +322,7 @@ def test_run_charts_by_kind(client, user, scenario):
     )
     search = Run.objects.create(
         scenario=scenario,
-        kind=RunKind.SEARCH,
+        kind="search",
         status=RunStatus.SUCCEEDED,
         summary={
             "best": [
@@ -379,7 +379,7 @@ def test_compare_highlights_better_and_worse(client, user, scenario):
     client.force_login(user)
     response = client.get(reverse("scenarios:compare") + f"?runs={base.pk},{faster.pk}")
     rows = {row.label: row for row in response.context["rows"]}
-    step, mfu, gpus = rows["Step time (s)"], rows["MFU"], rows["GPUs"]
+    step, mfu, gpus = rows["Step time"], rows["MFU"], rows["GPUs"]
     assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25.0%"
     assert mfu.cells[1].verdict == "worse" and mfu.differs
     assert gpus.cells[1].delta_text == "±0 %" and not gpus.differs
@@ -404,7 +404,7 @@ def test_compare_lists_settings_that_differ(client, user, scenario):
         "200.0",
     ]
     assert not rows["job.parallel.tp"].differs
-    assert rows["Step time (s)"].cells[1].verdict == "worse"
+    assert rows["Step time"].cells[1].verdict == "worse"
 
 
 def test_new_scenario_without_a_design_lets_the_user_choose_one(client, user, design):

@@ -84,9 +84,18 @@ def test_catalog_import_export_round_trip(catalog_db, tmp_path):
     path = tmp_path / "catalog.yaml"
     call_command("catalog", "export", str(path))
     GpuType.objects.filter(slug="h100-sxm").update(tdp_w=1.0)
-    call_command("catalog", "import", str(path))
+    call_command("catalog", "import", str(path), "--update")
     assert GpuType.objects.get(slug="h100-sxm").tdp_w == 700.0
     assert catalog_load() == load_catalog()
+
+
+def test_catalog_reseed_keeps_a_curators_edit_and_update_overwrites_it(catalog_db):
+    """`make run` imports the seed catalog on every start: an edit made in the admin survives it."""
+    GpuType.objects.filter(slug="h100-sxm").update(tdp_w=701.0)
+    call_command("catalog", "import")
+    assert GpuType.objects.get(slug="h100-sxm").tdp_w == 701.0
+    call_command("catalog", "import", "--update")
+    assert GpuType.objects.get(slug="h100-sxm").tdp_w == 700.0
 
 
 def test_catalog_import_bad_value_names_the_field_and_saves_nothing(catalog_db):
@@ -94,9 +103,11 @@ def test_catalog_import_bad_value_names_the_field_and_saves_nothing(catalog_db):
     doc["gpus"][1]["tdp_w"] = 50.0  # below the idle draw
     doc["servers"][0]["name"] = "renamed"
     with pytest.raises(ValidationError, match=r"gpus\[h100-sxm\]: idle_w: must be below the TDP"):
-        catalog_import(data=doc)
+        catalog_import(data=doc, update=True)
     assert GpuType.objects.get(slug="h100-sxm").tdp_w == 700.0
     assert ServerType.objects.get(slug="dgx-a100").name != "renamed"
+    with pytest.raises(ValidationError, match=r"gpus\[h100-sxm\]: idle_w: must be below the TDP"):
+        catalog_import(data=doc)  # a bad file is an error even where it would not overwrite
 
 
 def test_catalog_import_unknown_gpu_of_a_server_is_named(catalog_db):

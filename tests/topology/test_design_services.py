@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from topology.fabric.generators import generate
 from topology.models import Design, Gpu, Link, Node, PowerFeed, Rack, Switch
-from topology.selectors import catalog_load, design_counts, design_plan
+from topology.selectors import design_counts, design_plan
 from topology.services import design_create_from_plan, design_validate
 
 
@@ -49,7 +49,7 @@ def test_whole_design_rules_catch_an_overloaded_rack(catalog_db, team, small_pla
 
 def test_design_plan_round_trip_equals_the_generated_plan(catalog_db, team, small_plan):
     design = design_create_from_plan(plan=small_plan, name="rt", team=team)
-    loaded = design_plan(design=design, catalog=catalog_load())
+    loaded = design_plan(design=design)
     assert loaded.summary() == small_plan.summary()
     for column in (
         "node_rack",

@@ -34,6 +34,15 @@ class FabricError(ValueError):
     """Impossible fabric parameters or an inconsistent plan; the message names the field."""
 
 
+def rack_nameplate_w(
+    n_racks: int, *, node_rack: np.ndarray, node_w: np.ndarray, switch_rack: np.ndarray, switch_w: np.ndarray
+) -> np.ndarray:
+    """Nameplate power of every rack: its servers (each at base power plus its GPUs at TDP) and
+    its switches, (R,) W. Optics are counted with the fabric's IT power, not per rack."""
+    rack_w = np.bincount(np.asarray(node_rack, dtype=np.int64), weights=node_w, minlength=n_racks)
+    return rack_w + np.bincount(np.asarray(switch_rack, dtype=np.int64), weights=switch_w, minlength=n_racks)
+
+
 def _int_array(values: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 

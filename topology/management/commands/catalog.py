@@ -17,17 +17,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        imp = sub.add_parser("import", help="create or update catalog rows from a YAML file")
+        imp = sub.add_parser("import", help="create the catalog rows of a YAML file that are missing")
         imp.add_argument("file", nargs="?", default=str(DEFAULT_CATALOG_PATH))
+        imp.add_argument(
+            "--update", action="store_true", help="also overwrite existing rows (edits made in the admin)"
+        )
         exp = sub.add_parser("export", help="write the catalog as YAML (stdout by default)")
         exp.add_argument("file", nargs="?", default="-")
 
-    def handle(self, *args, action: str, file: str, **options):
+    def handle(self, *args, action: str, file: str, update: bool = False, **options):
         if action == "import":
             try:
                 with open(file, encoding="utf-8") as handle:
                     data = yaml.safe_load(handle)
-                report = catalog_import(data=data)
+                report = catalog_import(data=data, update=update)
             except OSError as exc:
                 raise CommandError(f"file: cannot read {file} ({exc.strerror})") from exc
             except yaml.YAMLError as exc:
@@ -36,7 +39,10 @@ class Command(BaseCommand):
                 raise CommandError("; ".join(exc.messages)) from exc
             created = sum(len(v) for v in report.created.values())
             if options["verbosity"]:
-                self.stdout.write(f"catalog: {created} created, {report.total - created} updated from {file}")
+                kept = "" if update else " (existing rows kept; --update overwrites them)"
+                self.stdout.write(
+                    f"catalog: {created} created, {report.total - created} updated from {file}{kept}"
+                )
             return
         text = yaml.safe_dump(catalog_export(), sort_keys=False, allow_unicode=True)
         if file == "-":

@@ -1,0 +1,206 @@
+"""What a run kind is: the contract every module of ``scenarios/kinds/`` fulfils.
+
+A kind declares everything about itself in one class: its label and options (a form, validated
+when the run is started), how it computes (``execute``, or ``split`` -> ``compute_chunk`` ->
+``merge`` for work any number of workers share), the figures its summary shows live and on the
+compare page, its charts, and the floor-plan metric its run page opens with. Services, tasks,
+the stream and the pages read the registry (``scenarios.kinds``) and never name a kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from django import forms
+from django.core.exceptions import ValidationError
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number of a run summary as people read it.
+
+    ``format`` turns the summary value into text; ``lower_is_better`` gives the compare page its
+    colours (None: a fact without a direction); ``live`` says whether status messages carry it.
+    """
+
+    key: str
+    label: str
+    format: Callable[[Any], str] = str
+    lower_is_better: bool | None = None
+    live: bool = True
+
+    def text(self, value: Any) -> str:
+        return self.format(value)
+
+
+@dataclass
+class RunOutput:
+    """What a finished run saves and streams.
+
+    Attributes
+    ----------
+    summary : dict
+        JSON summary (plain numbers, small lists).
+    arrays : dict[str, ndarray]
+        Large arrays stored as ``RunArray`` rows.
+    rack_values : dict[str, list[float]]
+        Floor-plan metric -> per-rack values (racks by pk) to stream as final partials.
+    """
+
+    summary: dict[str, Any]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rack_values: dict[str, list[float]] = field(default_factory=dict)
+
+
+class NoOptions(forms.Form):
+    """A kind without options."""
+
+
+def options_error(key: str, message: str) -> ValidationError:
+    """The error of one option, keyed and prefixed by its path (``options.nodes: ...``)."""
+    return ValidationError({f"options.{key}": f"options.{key}: {message}"})
+
+
+def reject_unknown_options(options: dict[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise options_error(unknown[0], f"unknown option (known: {', '.join(sorted(known)) or 'none'})")
+
+
+def int_option(options: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise options_error(key, f"must be an integer from {lo} to {hi:,} (got {str(value)[:40]!r})")
+    return value
+
+
+class RunKind:
+    """Base class of a run kind (see the module docstring).
+
+    Class attributes
+    ----------------
+    name, label : str
+        Registry key (``Run.kind``) and what pages call it.
+    options_form : type[forms.Form]
+        The options a user may set when starting it; its ``cleaned_data`` is passed to
+        :meth:`clean_options`.
+    figures : tuple[Figure, ...]
+        Summary figures, in display order.
+    default_metric : str
+        Floor-plan metric of its run page (``scenarios.metrics.METRICS``).
+    state_keys : tuple[str, ...]
+        Summary keys that live messages carry besides the figures (flags the page reads).
+    panel_template, script : str or None
+        A template drawn on the run page's side and a JS module (static path) handling its live
+        messages, for kinds that draw something new.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    options_form: ClassVar[type[forms.Form]] = NoOptions
+    figures: ClassVar[tuple[Figure, ...]] = ()
+    default_metric: ClassVar[str] = "rack_power"
+    state_keys: ClassVar[tuple[str, ...]] = ()
+    panel_template: ClassVar[str | None] = None
+    script: ClassVar[str | None] = None
+
+    # --- options ------------------------------------------------------------------------------
+
+    def clean_options(self, context_scenario, options: dict[str, Any], *, design=None) -> dict[str, Any]:
+        """Normalize and validate the options of a run of the core ``Scenario``.
+
+        Raises ValidationError keyed ``options.<key>`` whose message names the option and the
+        limit. The default accepts none.
+        """
+        reject_unknown_options(options, set())
+        return {}
+
+    def form_options(self, cleaned_data: dict[str, Any]) -> dict[str, Any]:
+        """The options of ``run_start`` from the options form's cleaned data (blanks omitted)."""
+        return {k: v for k, v in cleaned_data.items() if v not in (None, "", [])}
+
+    # --- computing ------------------------------------------------------------------------------
+
+    def execute(self, context, progress) -> RunOutput:
+        """Compute the whole run in this process."""
+        raise NotImplementedError
+
+    def split(self, context) -> list[dict[str, Any]] | None:
+        """JSON chunks for other workers, or None to compute the run in one piece."""
+        return None
+
+    def compute_chunk(self, context, chunk: dict[str, Any], progress) -> dict[str, Any]:
+        """One chunk (JSON in, JSON out, any worker)."""
+        raise NotImplementedError
+
+    def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
+        """The exact merge of every chunk's result (equal to ``execute``)."""
+        raise NotImplementedError
+
+    # --- showing --------------------------------------------------------------------------------
+
+    def summary_figures(self, summary: dict[str, Any], *, live_only: bool = False) -> list[dict[str, str]]:
+        """``[{"key", "label", "text"}]`` of the figures present in a summary."""
+        out = []
+        for figure in self.figures:
+            if live_only and not figure.live:
+                continue
+            value = summary.get(figure.key)
+            if value is None:
+                continue
+            out.append({"key": figure.key, "label": figure.label, "text": figure.text(value)})
+        return out
+
+    def brief(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The raw values of the live figures and state keys (what state/status messages carry)."""
+        keys = [f.key for f in self.figures if f.live] + list(self.state_keys)
+        return {k: summary[k] for k in keys if k in summary}
+
+    def headline(self, summary: dict[str, Any]) -> str:
+        """The one figure a list of runs shows (the first figure present)."""
+        figures = self.summary_figures(summary)
+        return figures[0]["text"] if figures else "—"
+
+    def charts(self, run) -> list[dict[str, Any]]:
+        """Plotly charts of a finished run (``scenarios.charts`` shape)."""
+        return []
+
+    def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
+        """Charts comparing several finished runs of this kind."""
+        return []
+
+    def floor_metric(self, run) -> str:
+        """The floor-plan metric the run page opens with."""
+        return self.default_metric
+
+    def page_context(self, run) -> dict[str, Any]:
+        """Extra template context of ``panel_template``."""
+        return {}
+
+
+# --- formats shared by kinds -------------------------------------------------------------------
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def percent(value: float, digits: int = 1) -> str:
+    return f"{value * 100:.{digits}f} %"
+
+
+def count(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        value = len(value)
+    return f"{value:,}"
+
+
+def gpus(value: int) -> str:
+    return f"{value:,} GPUs"
+
+
+def duration_days(value: float) -> str:
+    return f"{value:.1f} days" if value >= 1 else f"{value * 24:.1f} hours"

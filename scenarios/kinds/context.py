@@ -1,0 +1,79 @@
+"""Everything a kind needs to compute one run: the run, its design, the validated core scenario,
+the catalog, the run's options, and the fabric the scenario runs on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass
+class RunContext:
+    """The inputs of one run (or one chunk of it).
+
+    ``scenario`` is the core ``scenarios.sim.Scenario`` validated against today's catalog;
+    ``design`` is loaded fresh, so its ``version`` is the one this computation sees.
+    """
+
+    run: Any
+    design: Any
+    scenario: Any
+    catalog: Any
+    options: dict[str, Any]
+
+    @classmethod
+    def load(cls, run) -> RunContext:
+        """Validate the run's scenario against today's catalog (ValidationError if it broke)."""
+        from scenarios.services.scenarios import scenario_check
+        from topology.models import Design
+        from topology.selectors import catalog_load
+
+        catalog = catalog_load()
+        scenario = run.scenario
+        design = Design.objects.get(pk=scenario.design_id)
+        core = scenario_check(
+            design=design, name=scenario.name, job=scenario.job, what_if=scenario.what_if, catalog=catalog
+        )
+        return cls(run=run, design=design, scenario=core, catalog=catalog, options=dict(run.options or {}))
+
+    def with_options(self, **options) -> RunContext:
+        return replace(self, options={**self.options, **options})
+
+    @property
+    def changes_cluster(self) -> bool:
+        """Whether the what-if asks for a cluster other than the saved design."""
+        from scenarios.services.scenarios import what_if_changes_cluster
+
+        return what_if_changes_cluster(self.scenario, self.design)
+
+    @property
+    def n_racks(self) -> int:
+        from topology.selectors import design_rack_power
+
+        return int(design_rack_power(self.design).rack_pk.size)
+
+    def plan(self):
+        """The ``FabricPlan`` the scenario runs on: the saved design's, or the cluster the what-if
+        describes (generated like the design)."""
+        from scenarios.sim.step_time import cluster_plan
+        from topology.selectors import design_plan
+
+        if self.changes_cluster:
+            return cluster_plan(self.scenario.effective_cluster(), self.catalog)
+        return design_plan(design=self.design)
+
+    def fabric(self):
+        """The compiled fabric of the scenario: the saved design's (compiled once per design
+        version) when the what-if keeps the cluster, else the cluster the what-if describes;
+        with the what-if's degraded spine applied."""
+        from scenarios.sim.network import fabric_with_tier_capacity_scale
+        from scenarios.sim.step_time import build_fabric
+        from topology.selectors import design_fabric
+
+        if self.changes_cluster:  # scenario_check refused this on a hand-built design
+            return build_fabric(self.scenario, self.catalog)
+        fabric = design_fabric(design=self.design)
+        scale = self.scenario.what_if.spine_capacity_scale
+        if scale < 1.0:
+            fabric = fabric_with_tier_capacity_scale(fabric, scale)
+        return fabric

@@ -1,0 +1,98 @@
+"""Step time: one prediction of a training step on the scenario's fabric, with per-link,
+per-rack and per-GPU results for the floor plan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from scenarios import charts
+from scenarios.kinds.base import Figure, RunKind, RunOutput, count, duration_days, percent, seconds
+from scenarios.storage import run_array
+
+
+def rounded(values: np.ndarray, decimals: int = 3) -> list[float]:
+    """Per-rack values as the stream sends them."""
+    return np.round(np.asarray(values, dtype=float), decimals).tolist()
+
+
+class StepKind(RunKind):
+    name = "step"
+    label = "Step time"
+    default_metric = "link_util"
+    figures = (
+        Figure("step_time_s", "Step time", seconds, lower_is_better=True),
+        Figure("mfu", "MFU", percent, lower_is_better=False),
+        Figure("model_tflops_per_gpu", "Model TFLOP/s per GPU", lambda v: f"{v:.0f}", lower_is_better=False),
+        Figure("tokens_per_s", "Tokens/s", lambda v: f"{v:,.0f}", lower_is_better=False),
+        Figure("time_to_train_days", "Time to train", duration_days, lower_is_better=True),
+        Figure("memory_gib_per_gpu", "Memory per GPU", lambda v: f"{v:.1f} GiB", lower_is_better=True),
+        Figure("fits", "Fits in HBM", lambda v: "yes" if v else "no"),
+        Figure("max_link_utilization", "Hottest link", lambda v: percent(v, 0), lower_is_better=True),
+        Figure("gpus", "GPUs", count),
+    )
+    state_keys = ("racks_aligned",)
+
+    def execute(self, context, progress) -> RunOutput:
+        """Predict one step on the scenario's fabric; store per-link, per-rack and per-GPU arrays."""
+        from scenarios.sim.step_time import predict
+
+        progress(0.0, "compiling fabric")
+        fabric = context.fabric()
+        result = predict(context.scenario, catalog=context.catalog, fabric=fabric, on_progress=progress)
+        aligned = int(fabric.n_racks) == context.n_racks
+        rack_slowdown = np.ones(int(fabric.n_racks))
+        np.maximum.at(
+            rack_slowdown, np.asarray(fabric.gpu_rack), np.asarray(result.gpu_slowdown, dtype=float)
+        )
+        summary = result.summary()
+        summary["racks_aligned"] = aligned
+        arrays = {
+            "link_utilization": np.asarray(result.link_utilization, dtype=np.float32),
+            "rack_link_utilization": np.asarray(result.rack_link_utilization, dtype=np.float32),
+            "gpu_slowdown": np.asarray(result.gpu_slowdown, dtype=np.float32),
+            "rack_slowdown": rack_slowdown.astype(np.float32),
+        }
+        rack_values = {}
+        if aligned:
+            rack_values = {
+                "link_util": rounded(arrays["rack_link_utilization"]),
+                "slowdown": rounded(arrays["rack_slowdown"]),
+            }
+        return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
+
+    def charts(self, run) -> list[dict[str, Any]]:
+        summary = run.summary or {}
+        label = f"#{run.pk}"
+        out = [
+            charts.chart("breakdown", "Step-time breakdown", charts.breakdown_figure([label], [summary])),
+            charts.chart(
+                "memory", "Memory per GPU", charts.memory_figure([label], [summary], charts.hbm_gib(summary))
+            ),
+        ]
+        utilization = run_array(run=run, name="link_utilization")
+        if utilization is not None and utilization.size:
+            out.append(
+                charts.chart("link-util", "Link utilization", charts.link_utilization_figure(utilization))
+            )
+        return out
+
+    def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
+        labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
+        summaries = [r.summary or {} for r in runs]
+        return [
+            charts.chart(
+                "compare-breakdown", "Step-time breakdown", charts.breakdown_figure(labels, summaries)
+            ),
+            charts.chart("compare-memory", "Memory per GPU", charts.memory_figure(labels, summaries)),
+        ]
+
+    def floor_metric(self, run) -> str:
+        if (run.scenario.what_if or {}).get("slow_nodes"):
+            return "slowdown"
+        return self.default_metric
+
+
+KIND = StepKind()

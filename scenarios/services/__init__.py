@@ -1,0 +1,66 @@
+"""Writes and actions of the scenarios app, by concern:
+
+- ``scenarios``: validate, create, update, duplicate scenarios; the scenario file in and out;
+- ``runs``: start, cancel and reap runs (what users and operators do);
+- ``execution``: compute runs in workers (what the Celery tasks call).
+"""
+
+from __future__ import annotations
+
+from scenarios.services.execution import (
+    RunCancelled,
+    RunProgress,
+    error_text,
+    run_chunk_compute,
+    run_execute,
+    run_fail,
+    run_finish,
+    run_mark_running,
+    run_merge,
+)
+from scenarios.services.runs import (
+    heartbeat_interval_s,
+    run_cancel,
+    run_start,
+    runs_fail_orphaned_on_start,
+    runs_reap_stale,
+    stale_after_s,
+)
+from scenarios.services.scenarios import (
+    design_cluster,
+    scenario_check,
+    scenario_create,
+    scenario_dict,
+    scenario_duplicate,
+    scenario_from_yaml,
+    scenario_to_dict,
+    scenario_to_yaml,
+    scenario_update,
+)
+
+__all__ = [
+    "RunCancelled",
+    "RunProgress",
+    "design_cluster",
+    "error_text",
+    "heartbeat_interval_s",
+    "run_cancel",
+    "run_chunk_compute",
+    "run_execute",
+    "run_fail",
+    "run_finish",
+    "run_mark_running",
+    "run_merge",
+    "run_start",
+    "runs_fail_orphaned_on_start",
+    "runs_reap_stale",
+    "scenario_check",
+    "scenario_create",
+    "scenario_dict",
+    "scenario_duplicate",
+    "scenario_from_yaml",
+    "scenario_to_dict",
+    "scenario_to_yaml",
+    "scenario_update",
+    "stale_after_s",
+]
