@@ -15,15 +15,14 @@ sys.path.insert(0, str(ROOT))
 from step_time import llama_like  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from scenarios.sim import build_fabric, load_scenarios, parse_scenario, search_layouts  # noqa: E402
+from scenarios.sim.calibration import fitted_dir  # noqa: E402
 from topology.fabric.specs import load_catalog  # noqa: E402
-
-CALIBRATION = Path("/work/shared/calibration")
 
 
 def cases():
     yield parse_scenario(llama_like(256))  # 2,048 H100
     yield parse_scenario(llama_like(1024))  # 8,192 H100 (the Llama 3 Table 4 cluster)
-    table1 = CALIBRATION / "megatron-sc21-table1.yaml"
+    table1 = fitted_dir() / "megatron-sc21-table1.yaml"
     if table1.exists():
         yield load_scenarios(table1)[-1]  # GPT 1T on 3,072 A100
 

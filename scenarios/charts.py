@@ -164,6 +164,73 @@ def link_utilization_figure(utilization: np.ndarray) -> go.Figure:
     return figure
 
 
+#: Colours of the timeline's phase kinds (compute blue, communication orange/red, waits grey).
+PHASE_COLORS = {
+    "forward": "#4c78a8",
+    "backward": "#72b7b2",
+    "comm": "#f58518",
+    "pp_wait": "#e45756",
+    "bubble": "#d8d8d8",
+    "dp": "#b279a2",
+    "optimizer": "#54a24b",
+    "straggler": "#9d755d",
+    "idle": "#eeeeee",
+}
+#: Bars a timeline chart draws at most (a browser stays responsive); beyond it the chart shows
+#: evenly spaced stages, first and last included, and says which.
+TIMELINE_MAX_BARS = 24_000
+
+
+def timeline_figure(timeline) -> go.Figure:
+    """Gantt chart of one step: a row per pipeline stage, its phases as bars from their start.
+
+    Parameters
+    ----------
+    timeline : scenarios.sim.pipeline.StageTimeline
+    """
+    from scenarios.sim.pipeline import PHASE_KINDS, PHASE_LABELS
+
+    kind, start, duration = timeline.kind, timeline.start_s, timeline.duration_s
+    n_stages = int(kind.shape[0])
+    stages = np.arange(n_stages)
+    valid = kind >= 0
+    note = ""
+    if valid.sum() > TIMELINE_MAX_BARS:
+        keep = max(2, TIMELINE_MAX_BARS // max(1, int(valid.sum() // n_stages)))
+        stages = np.unique(np.linspace(0, n_stages - 1, min(keep, n_stages)).round().astype(int))
+        note = (
+            f" (stages {', '.join(str(s) for s in stages[:6])}{'…' if stages.size > 6 else ''} of {n_stages})"
+        )
+    figure = go.Figure(
+        layout=_layout(
+            f"One step on every pipeline stage{note}",
+            barmode="overlay",
+            xaxis={"title": {"text": "seconds into the step"}, "gridcolor": "#eee"},
+            yaxis={"title": {"text": "pipeline stage"}, "autorange": "reversed", "type": "category"},
+            height=max(300, 22 * stages.size + 140),
+            bargap=0.15,
+        )
+    )
+    rows = kind[stages]
+    for code, name in enumerate(PHASE_KINDS):
+        mask = rows == code
+        if not mask.any():
+            continue
+        stage_of = np.broadcast_to(stages[:, None], rows.shape)[mask]
+        figure.add_trace(
+            go.Bar(
+                name=PHASE_LABELS[name],
+                y=[f"stage {int(s)}" for s in stage_of],
+                x=duration[stages][mask],
+                base=start[stages][mask],
+                orientation="h",
+                marker={"color": PHASE_COLORS[name], "line": {"width": 0}},
+                hovertemplate="%{base:.4f} s + %{x:.4f} s<extra>" + PHASE_LABELS[name] + "</extra>",
+            )
+        )
+    return figure
+
+
 # --- sweep and search -------------------------------------------------------------------------------
 
 

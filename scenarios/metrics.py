@@ -271,6 +271,15 @@ METRICS: dict[str, Metric] = {
             description="Largest mean compute-time factor of the rack's GPUs (1 = nominal).",
         ),
         Metric(
+            name="job",
+            label="GPUs in the job",
+            unit="fraction of the rack's GPUs",
+            kind="run",
+            scale=(0.0, 1.0),
+            compute=_run_rack_array("rack_job_share"),
+            description="Share of the rack's GPUs the job uses; 0 = idle (a hot spare), no data = no GPUs.",
+        ),
+        Metric(
             name="gpu_type",
             label="GPU type",
             unit="",
@@ -303,4 +312,11 @@ def metric_values(name: str, *, design, run=None, decimals: int = 3) -> list[flo
     values = metric.compute(design=design, run=run)
     if values is None:
         return None
-    return np.round(np.nan_to_num(np.asarray(values, dtype=float), nan=0.0, posinf=0.0), decimals).tolist()
+    return rack_list(values, decimals)
+
+
+def rack_list(values, decimals: int = 3) -> list[float | None]:
+    """Per-rack values as the page and the stream carry them: rounded, None where there is no
+    value (NaN: a rack without GPUs, say)."""
+    rounded = np.round(np.asarray(values, dtype=float), decimals)
+    return [None if not np.isfinite(v) else v for v in rounded.tolist()]

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: the seed catalog (pure and in the database), users and teams."""
+"""Fixtures shared by every test: the seed catalog (pure and in the database), users and teams,
+a small generated design of team Alpha, a job that fits it and a scenario, and an outsider."""
 
 from __future__ import annotations
 
@@ -47,3 +48,37 @@ def _fresh_design_caches():
     clear_all()
     cache.clear()
     yield
+
+
+@pytest.fixture
+def design(catalog_db, team, user):
+    """A 4-node DGX H100 rail-optimized design of team Alpha."""
+    from tests.scenarios.conftest import make_design
+
+    return make_design(team=team, user=user)
+
+
+@pytest.fixture
+def job():
+    import copy
+
+    from tests.scenarios.conftest import SMALL_JOB
+
+    return copy.deepcopy(SMALL_JOB)
+
+
+@pytest.fixture
+def scenario(design, user, job):
+    from scenarios.services import scenario_create
+
+    return scenario_create(design=design, name="baseline", job=job, what_if={}, user=user)
+
+
+@pytest.fixture
+def outsider(db, django_user_model):
+    """A user in another team, who must not see team Alpha's designs."""
+    from topology.services import team_create
+
+    bob = django_user_model.objects.create_user("bob", password="pw-bob-123")
+    team_create(name="Beta", users=[bob])
+    return bob

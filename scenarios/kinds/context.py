@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from scenarios.scenario_file import scenario_check, what_if_changes_cluster
+
 
 @dataclass
 class RunContext:
@@ -24,7 +26,6 @@ class RunContext:
     @classmethod
     def load(cls, run) -> RunContext:
         """Validate the run's scenario against today's catalog (ValidationError if it broke)."""
-        from scenarios.services.scenarios import scenario_check
         from topology.models import Design
         from topology.selectors import catalog_load
 
@@ -42,8 +43,6 @@ class RunContext:
     @property
     def changes_cluster(self) -> bool:
         """Whether the what-if asks for a cluster other than the saved design."""
-        from scenarios.services.scenarios import what_if_changes_cluster
-
         return what_if_changes_cluster(self.scenario, self.design)
 
     @property

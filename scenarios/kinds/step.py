@@ -10,12 +10,27 @@ import numpy as np
 
 from scenarios import charts
 from scenarios.kinds.base import Figure, RunKind, RunOutput, count, duration_days, percent, seconds
+from scenarios.metrics import rack_list
 from scenarios.storage import run_array
 
 
-def rounded(values: np.ndarray, decimals: int = 3) -> list[float]:
-    """Per-rack values as the stream sends them."""
-    return np.round(np.asarray(values, dtype=float), decimals).tolist()
+def stored_timeline(run):
+    """The run's per-stage timeline rebuilt from its stored arrays (None before it has one)."""
+    from scenarios.sim.pipeline import StageTimeline
+
+    names = ("timeline_kind", "timeline_start_s", "timeline_duration_s", "timeline_microbatch")
+    names += ("timeline_chunk", "timeline_n_phases", "gpu_stage")
+    arrays = {name: run_array(run=run, name=name) for name in names}
+    if any(value is None for value in arrays.values()):
+        return None
+    summary = run.summary or {}
+    parallel = (run.scenario.job or {}).get("parallel") or {}
+    return StageTimeline.from_compact_arrays(
+        arrays,
+        step_time_s=float(summary.get("step_time_s") or 0.0),
+        vpp=int(parallel.get("vpp") or 1),
+        microbatches=round((summary.get("details") or {}).get("microbatches") or 1),
+    )
 
 
 class StepKind(RunKind):
@@ -32,34 +47,48 @@ class StepKind(RunKind):
         Figure("fits", "Fits in HBM", lambda v: "yes" if v else "no"),
         Figure("max_link_utilization", "Hottest link", lambda v: percent(v, 0), lower_is_better=True),
         Figure("gpus", "GPUs", count),
+        Figure("idle_gpus", "Idle GPUs (not in the job)", count),
     )
     state_keys = ("racks_aligned",)
 
     def execute(self, context, progress) -> RunOutput:
-        """Predict one step on the scenario's fabric; store per-link, per-rack and per-GPU arrays."""
+        """Predict one step on the scenario's fabric; store per-link, per-rack and per-GPU arrays
+        and the per-stage timeline."""
         from scenarios.sim.step_time import predict
 
         progress(0.0, "compiling fabric")
         fabric = context.fabric()
         result = predict(context.scenario, catalog=context.catalog, fabric=fabric, on_progress=progress)
         aligned = int(fabric.n_racks) == context.n_racks
+        gpu_rack = np.asarray(fabric.gpu_rack)
         rack_slowdown = np.ones(int(fabric.n_racks))
-        np.maximum.at(
-            rack_slowdown, np.asarray(fabric.gpu_rack), np.asarray(result.gpu_slowdown, dtype=float)
+        np.maximum.at(rack_slowdown, gpu_rack, np.asarray(result.gpu_slowdown, dtype=float))
+        in_job = np.asarray(result.timeline.gpu_stage) >= 0
+        rack_gpus = np.bincount(gpu_rack, minlength=int(fabric.n_racks))
+        rack_job = np.divide(
+            np.bincount(gpu_rack, weights=in_job.astype(float), minlength=int(fabric.n_racks)),
+            rack_gpus,
+            out=np.full(int(fabric.n_racks), np.nan),
+            where=rack_gpus > 0,
         )
         summary = result.summary()
         summary["racks_aligned"] = aligned
+        summary["job_gpus"] = int(in_job.sum())
+        summary["idle_gpus"] = int((~in_job).sum())
         arrays = {
             "link_utilization": np.asarray(result.link_utilization, dtype=np.float32),
             "rack_link_utilization": np.asarray(result.rack_link_utilization, dtype=np.float32),
             "gpu_slowdown": np.asarray(result.gpu_slowdown, dtype=np.float32),
             "rack_slowdown": rack_slowdown.astype(np.float32),
+            "rack_job_share": rack_job.astype(np.float32),
+            **result.timeline.compact_arrays(),
         }
         rack_values = {}
         if aligned:
             rack_values = {
-                "link_util": rounded(arrays["rack_link_utilization"]),
-                "slowdown": rounded(arrays["rack_slowdown"]),
+                "link_util": rack_list(arrays["rack_link_utilization"]),
+                "slowdown": rack_list(arrays["rack_slowdown"]),
+                "job": rack_list(rack_job),
             }
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
@@ -68,10 +97,15 @@ class StepKind(RunKind):
         label = f"#{run.pk}"
         out = [
             charts.chart("breakdown", "Step-time breakdown", charts.breakdown_figure([label], [summary])),
+        ]
+        timeline = stored_timeline(run)
+        if timeline is not None:
+            out.append(charts.chart("timeline", "Pipeline timeline", charts.timeline_figure(timeline)))
+        out.append(
             charts.chart(
                 "memory", "Memory per GPU", charts.memory_figure([label], [summary], charts.hbm_gib(summary))
-            ),
-        ]
+            )
+        )
         utilization = run_array(run=run, name="link_utilization")
         if utilization is not None and utilization.size:
             out.append(

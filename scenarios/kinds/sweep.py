@@ -25,6 +25,7 @@ from scenarios.kinds.base import (
     options_error,
     reject_unknown_options,
 )
+from scenarios.scenario_file import is_generated
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768
@@ -74,8 +75,6 @@ class SweepKind(RunKind):
         job's global batch at every size; strong scaling) | "scaled" (microbatches per pipeline
         kept; weak scaling), "tokens": float (time-to-train; default the job's or 1e12),
         "chunk_size": points per chunk (default 2)}``."""
-        from scenarios.services.scenarios import is_generated
-
         reject_unknown_options(options, {"nodes", "batch", "tokens", "chunk_size"})
         if design is not None and not is_generated(design):
             raise options_error(
@@ -210,7 +209,10 @@ def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
         return None, f"{gpus_at} GPUs are not a multiple of tp × pp × cp ({replica})"
     dp = gpus_at // replica
     global_batch = job.global_batch if batch == "fixed" else job.microbatches * job.micro_batch * dp
-    new_job = replace(job, global_batch=global_batch, parallel=replace(p, dp=dp))
+    # Each point is a whole generated cluster: the job uses all of it.
+    new_job = replace(
+        job, global_batch=global_batch, parallel=replace(p, dp=dp), nodes=None, gpus_per_domain=None
+    )
     try:
         check_job(new_job)
     except ScenarioError as exc:

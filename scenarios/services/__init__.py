@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from scenarios.scenario_file import design_cluster, scenario_check, scenario_dict, scenario_to_dict
 from scenarios.services.execution import (
     RunCancelled,
     RunProgress,
@@ -27,13 +28,9 @@ from scenarios.services.runs import (
     stale_after_s,
 )
 from scenarios.services.scenarios import (
-    design_cluster,
-    scenario_check,
     scenario_create,
-    scenario_dict,
     scenario_duplicate,
     scenario_from_yaml,
-    scenario_to_dict,
     scenario_to_yaml,
     scenario_update,
 )

@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from scenarios import broadcast, queue
 from scenarios.choices import ACTIVE_STATUSES, RunStatus
+from scenarios.kinds import run_kind
 from scenarios.models import Run, Scenario
-from scenarios.services.scenarios import scenario_check
+from scenarios.scenario_file import scenario_check
 from twin.permissions import RUN, require
 
 logger = logging.getLogger(__name__)
@@ -46,8 +47,6 @@ def run_start(
     ``{"options.<key>": ...}`` or the scenario's field paths when the catalog changed since it
     was saved).
     """
-    from scenarios.kinds import run_kind
-
     require(scenario, user, RUN)
     spec = run_kind(kind)
     core = scenario_check(

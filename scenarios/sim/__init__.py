@@ -8,6 +8,8 @@ Public API::
 
 from __future__ import annotations
 
+from scenarios.sim.pipeline import PHASE_KINDS, PHASE_LABELS, StageTimeline
+from scenarios.sim.placement import JobPlacement, place_job, scenario_job_gpus
 from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
 from scenarios.sim.scenario import (
     ClusterSpec,
@@ -29,7 +31,10 @@ from scenarios.sim.step_time import build_fabric, predict
 __all__ = [
     "BREAKDOWN_KEYS",
     "MEMORY_KEYS",
+    "PHASE_KINDS",
+    "PHASE_LABELS",
     "ClusterSpec",
+    "JobPlacement",
     "JobSpec",
     "ModelSpec",
     "MoeSpec",
@@ -37,6 +42,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SearchResult",
+    "StageTimeline",
     "StepResult",
     "WhatIf",
     "build_fabric",
@@ -44,6 +50,8 @@ __all__ = [
     "load_scenario",
     "load_scenarios",
     "parse_scenario",
+    "place_job",
     "predict",
+    "scenario_job_gpus",
     "search_layouts",
 ]

@@ -25,14 +25,12 @@ HELD_OUT_DIR = REPO_ROOT / "docs" / "calibration"
 
 
 def fitted_dir() -> Path:
-    """The shared calibration set: ``TWIN_CALIBRATION_DIR``, else ``shared/calibration`` beside
-    the repository (how the team's machines and CI lay it out), else this workplace's
-    ``/work/shared/calibration``; the first that exists (or the sibling path, to name in errors)."""
+    """The shared calibration set: ``TWIN_CALIBRATION_DIR`` when set, else ``shared/calibration``
+    beside the repository (how the team's machines lay it out)."""
     configured = os.environ.get("TWIN_CALIBRATION_DIR")
     if configured:
         return Path(configured)
-    candidates = (REPO_ROOT.parent / "shared" / "calibration", Path("/work/shared/calibration"))
-    return next((path for path in candidates if path.is_dir()), candidates[0])
+    return REPO_ROOT.parent / "shared" / "calibration"
 
 
 @dataclass(frozen=True)

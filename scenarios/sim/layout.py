@@ -9,7 +9,8 @@ generator does (order "tp-cp-ep-dp-pp" with cp folded into dp): the flattened in
 
 Groups are index arrays ``[n_groups, group_size]`` of ranks, members in rank order; the GPU of
 a rank is ``layout.rank_gpu[rank]`` (identity by default: rank r runs on GPU r, so the fastest
-axis, tensor parallelism, stays inside a server as Megatron's launcher places it).
+axis, tensor parallelism, stays inside a server as Megatron's launcher places it; a job on part
+of a cluster gets the ``rank_gpu`` of ``scenarios.sim.placement``, the r-th GPU of its nodes).
 """
 
 from __future__ import annotations

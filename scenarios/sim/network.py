@@ -300,31 +300,48 @@ class CommTable:
     """Collective costs of many candidate layouts on one fabric (for the layout search).
 
     Every Megatron group set is determined by its kind's pattern, its size and its rank stride
-    (:func:`megatron_group_shape`, identity placement). The table routes each distinct
+    (:func:`megatron_group_shape`); rank ``r`` runs on GPU ``rank_gpu[r]`` (the job's placement,
+    ``scenarios.sim.placement``; identity on a whole cluster). The table routes each distinct
     (pattern, size, stride) once, on first use, batching all new ones of a call into one
     ``fabric.route`` call, and caches the result; evaluating times is then pure array work.
 
     Parameters
     ----------
     fabric : CompiledFabric
-        Candidates must use all of its GPUs (``tp*pp*dp*cp == fabric.n_gpus``).
     ecmp : {"hash", "spread"}
+    rank_gpu : ndarray of int, shape (W,), optional
+        Fabric GPU of every rank of the job (distinct); default every GPU in order. Candidates
+        must use exactly these ranks (``tp*pp*dp*cp == W``).
     """
 
-    def __init__(self, fabric, *, ecmp: str = "hash") -> None:
+    def __init__(self, fabric, *, ecmp: str = "hash", rank_gpu: np.ndarray | None = None) -> None:
         if ecmp not in ("hash", "spread"):
             raise ValueError(f"ecmp: must be 'hash' or 'spread' (got {ecmp!r})")
         self.fabric = fabric
         self.ecmp = ecmp
+        n_gpus = int(fabric.n_gpus)
+        if rank_gpu is None:
+            rank_gpu = np.arange(n_gpus, dtype=np.int64)
+        rank_gpu = np.asarray(rank_gpu, dtype=np.int64)
+        if rank_gpu.ndim != 1 or np.unique(rank_gpu).size != rank_gpu.size:
+            raise ValueError("rank_gpu: must be distinct GPU indices, one per rank")
+        if rank_gpu.size and (rank_gpu.min() < 0 or rank_gpu.max() >= n_gpus):
+            raise ValueError(f"rank_gpu: GPU indices must be in [0, {n_gpus})")
+        self.rank_gpu = rank_gpu
         self._keys: dict[tuple[str, int, int], int] = {}
         self._costs: list[GroupCost] = []
+
+    @property
+    def world_size(self) -> int:
+        """Ranks of the job ``W``."""
+        return int(self.rank_gpu.size)
 
     def costs(self, kind: str, *, tp, pp, dp, cp=1, ep=1) -> CostArrays:
         """Per-candidate cost parameters of ``kind`` (arrays of the degrees' broadcast shape)."""
         size, stride = megatron_group_shape(kind, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep)
         world = np.broadcast_to(np.asarray(tp) * np.asarray(pp) * np.asarray(dp) * np.asarray(cp), size.shape)
-        if np.any(world != int(self.fabric.n_gpus)):
-            raise ValueError(f"parallel: tp*pp*dp*cp must equal the fabric's GPUs ({self.fabric.n_gpus})")
+        if np.any(world != self.world_size):
+            raise ValueError(f"parallel: tp*pp*dp*cp must equal the job's GPUs ({self.world_size})")
         pattern = "pp" if kind == "pp" else ("a2a" if kind in A2A_KINDS else "ring")
         pairs, inverse = np.unique(
             np.stack([size.ravel(), stride.ravel()], axis=1), axis=0, return_inverse=True
@@ -346,19 +363,19 @@ class CommTable:
     def _add(self, keys: list[tuple[str, int, int]]) -> None:
         if not keys:
             return
-        ranks = np.arange(int(self.fabric.n_gpus), dtype=np.int64)
+        ranks = np.arange(self.world_size, dtype=np.int64)
         requests = {}
-        for pattern, n, stride in keys:
+        for pattern, n, stride in keys:  # distinct group shapes of this call (a handful)
             groups = ranks.reshape(-1, n, stride).swapaxes(1, 2).reshape(-1, n)
-            requests[(pattern, n, stride)] = ("ep" if pattern == "a2a" else pattern, groups)
+            requests[(pattern, n, stride)] = ("ep" if pattern == "a2a" else pattern, self.rank_gpu[groups])
         for key, cost in costs_for_groups(self.fabric, requests, ecmp=self.ecmp).items():
             self._keys[key] = len(self._costs)
             self._costs.append(cost)
 
 
-def comm_table(fabric, *, ecmp: str = "hash") -> CommTable:
-    """A :class:`CommTable` for ``fabric`` (see its docstring)."""
-    return CommTable(fabric, ecmp=ecmp)
+def comm_table(fabric, *, ecmp: str = "hash", rank_gpu: np.ndarray | None = None) -> CommTable:
+    """A :class:`CommTable` for ``fabric`` and the job's ranks (see its docstring)."""
+    return CommTable(fabric, ecmp=ecmp, rank_gpu=rank_gpu)
 
 
 #: Megatron-core's default gradient bucket when gradient reduction overlaps the backward pass:

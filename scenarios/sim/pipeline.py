@@ -1,26 +1,45 @@
-"""Pipeline schedules: stage balance, 1F1B / interleaved step time and bubble, phase timeline.
+"""Pipeline schedules: stage balance, the 1F1B / interleaved op order, its simulation and the
+per-stage phase timeline of one step.
 
 With ``p`` stages, ``v`` virtual stages (model chunks) per GPU and ``m`` microbatches per
-pipeline, the 1F1B schedule (Narayanan et al., PipeDream-Flush / Megatron-LM SC'21, Section
-2.2) takes ``(m + (p - 1) / v) * (t_f + t_b)`` where ``t_f``, ``t_b`` are one stage's forward
-and backward time for one microbatch; the bubble fraction is ``(p - 1) / (v m)``.
+pipeline, every stage runs ``2 m v`` ops (a forward and a backward of one chunk of one
+microbatch) in the order of Megatron-LM's schedules (``megatron/core/pipeline_parallel/
+schedules.py``): ``forward_backward_pipelining_without_interleaving`` for ``v = 1`` and
+``forward_backward_pipelining_with_interleaving`` for ``v > 1`` -- warm-up forwards, steady 1F1B
+pairs (one forward, then one backward), cool-down backwards. An op waits for its input from the
+neighbouring virtual stage: the forward of chunk ``c`` on stage ``s`` for the same microbatch's
+forward on ``s - 1`` (chunk ``c - 1`` on the last stage when ``s = 0``), the backward for the
+backward on ``s + 1`` (chunk ``c + 1`` on stage 0 when ``s = p - 1``). ``simulate_schedule``
+starts every op as soon as its stage is free and its input has arrived (p2p transfers are
+modelled as part of the sending op, as if asynchronous: Megatron's blocking send/receive pairs
+are not modelled).
+
+Closed form (Narayanan et al., SC'21, Section 2.2): with per-chunk op times ``t_f/v + p2p`` and
+``t_b/v + p2p`` the schedule takes ``(m v + p - 1) (t_f/v + t_b/v + 2 p2p)``; its idle (bubble)
+is ``(p - 1)/(v m)`` of the busy time. ``tests/sim/test_pipeline.py`` checks that the simulated
+Megatron orders (1F1B and interleaved, any ``t_b/t_f``) reach exactly this makespan.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "PHASE_CODES",
     "PHASE_KINDS",
     "PHASE_LABELS",
-    "PhaseTimeline",
+    "PipelineSchedule",
     "StageTimeline",
     "bubble_fraction",
-    "phase_timeline",
+    "pipeline_schedule",
     "pipeline_time_s",
+    "simulate_schedule",
     "stage_layers",
+    "stage_timeline",
 ]
 
 
@@ -30,18 +49,24 @@ def bubble_fraction(pp, vpp, microbatches) -> np.ndarray:
     return (p - 1.0) / (v * m)
 
 
-def pipeline_time_s(stage_forward_s, stage_backward_s, pp, vpp, microbatches) -> np.ndarray:
-    """Busy + bubble time of the 1F1B (v = 1) or interleaved (v > 1) schedule (s).
+def pipeline_time_s(stage_forward_s, stage_backward_s, pp, vpp, microbatches, p2p_s=0.0) -> np.ndarray:
+    """Makespan of the 1F1B (v = 1) or interleaved (v > 1) schedule (s), closed form.
+
+    ``(m v + p - 1) * ((t_f + t_b) / v + 2 p2p)``: busy time ``m (t_f + t_b) + 2 m v p2p`` plus
+    ``(p - 1) / (v m)`` of it as bubble (Narayanan et al., SC'21, Section 2.2).
 
     Parameters
     ----------
     stage_forward_s, stage_backward_s : ndarray
-        One stage's forward / backward (incl. recompute) time for one microbatch (s).
+        One stage's forward / backward (incl. recompute) time for one microbatch, all its
+        ``v`` chunks together (s).
     pp, vpp, microbatches : int or ndarray
+    p2p_s : float or ndarray
+        One pipeline send (s); every op carries one.
     """
-    m = np.asarray(microbatches, dtype=float)
-    per_microbatch = np.asarray(stage_forward_s) + np.asarray(stage_backward_s)
-    return per_microbatch * m * (1.0 + bubble_fraction(pp, vpp, microbatches))
+    m, v = np.asarray(microbatches, dtype=float), np.asarray(vpp, dtype=float)
+    busy = m * (np.asarray(stage_forward_s) + np.asarray(stage_backward_s)) + 2.0 * m * v * np.asarray(p2p_s)
+    return busy * (1.0 + bubble_fraction(pp, vpp, microbatches))
 
 
 def stage_layers(layers: int, pp) -> tuple[np.ndarray, np.ndarray]:
@@ -66,12 +91,183 @@ def stage_layers(layers: int, pp) -> tuple[np.ndarray, np.ndarray]:
     return inner.astype(float), last.astype(float)
 
 
+# --- the schedule ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineSchedule:
+    """The order of the ops of one step on every stage (S = pp stages, N = 2 m v ops each).
+
+    Attributes
+    ----------
+    pp, vpp, microbatches : int
+    backward : ndarray of bool, shape (S, N)
+        Op ``n`` of stage ``s`` is a backward pass (else a forward), in execution order.
+    microbatch, chunk : ndarray of int32, shape (S, N)
+        Microbatch and model chunk (virtual stage ``chunk * pp + s``) of each op.
+    warmup : ndarray of int64, shape (S,)
+        Warm-up forwards of each stage before its first 1F1B pair.
+    dependency : ndarray of int64, shape (S, N)
+        Flat index ``stage * N + op`` of the op whose output this op needs (the previous virtual
+        stage's forward, the next virtual stage's backward, or for the last virtual stage's
+        backward its own forward); -1 for the first virtual stage's forwards.
+    """
+
+    pp: int
+    vpp: int
+    microbatches: int
+    backward: np.ndarray
+    microbatch: np.ndarray
+    chunk: np.ndarray
+    warmup: np.ndarray
+    dependency: np.ndarray
+
+    @property
+    def n_ops(self) -> int:
+        """Ops per stage ``N = 2 m v``."""
+        return int(self.backward.shape[1])
+
+
+def pipeline_schedule(pp: int, vpp: int, microbatches: int) -> PipelineSchedule:
+    """Megatron-LM's op order on every stage and the cross-stage dependencies (vectorized).
+
+    Warm-up forwards on stage ``s``: ``min(p - s - 1, m)`` without interleaving;
+    ``min((p - s - 1) * 2 + (v - 1) * p, m v)`` with it (``get_pp_rank_microbatches``, microbatch
+    group size ``p``). Virtual microbatch ``k`` is microbatch ``(k // (p v)) * p + k % p`` of
+    chunk ``(k % (p v)) // p`` for forwards (``get_schedule_table``) and of chunk ``v - 1 -`` that
+    for backwards (``get_model_chunk_id``). Steady state alternates forward ``k + warmup`` and
+    backward ``k``.
+
+    Parameters
+    ----------
+    pp, vpp, microbatches : int
+        ``vpp > 1`` needs ``pp >= 2`` and ``microbatches`` a multiple of ``pp`` (Megatron's rule).
+
+    Returns
+    -------
+    PipelineSchedule
+    """
+    p, v, m = int(pp), int(vpp), int(microbatches)
+    if p < 1 or v < 1 or m < 1:
+        raise ValueError(f"pipeline: pp, vpp and microbatches must be ≥ 1 (got {p}, {v}, {m})")
+    if v > 1 and (p < 2 or m % p):
+        raise ValueError(
+            f"pipeline: interleaving needs pp ≥ 2 and microbatches a multiple of pp (got {p}, {m})"
+        )
+    total, n_ops = m * v, 2 * m * v
+    stage = np.arange(p, dtype=np.int64)
+    if v == 1:
+        warmup = np.minimum(p - stage - 1, total)
+    else:
+        warmup = np.minimum((p - stage - 1) * 2 + (v - 1) * p, total)
+    w = warmup[:, None]
+    remaining = total - w
+    op = np.arange(n_ops, dtype=np.int64)[None, :]
+    steady = (op >= w) & (op < w + 2 * remaining)
+    j = op - w
+    backward = ~(op < w) & ~(steady & (j % 2 == 0))
+    virtual = np.where(
+        op < w, op, np.where(steady, np.where(j % 2 == 0, w + j // 2, j // 2), op - w - remaining)
+    )
+    within = virtual % (p * v)
+    microbatch = (virtual // (p * v)) * p + within % p
+    chunk = np.where(backward, v - 1 - within // p, within // p)
+
+    stages = np.broadcast_to(stage[:, None], (p, n_ops))
+    position = np.empty((p, 2, v, m), dtype=np.int64)
+    position[stages, backward.astype(np.int64), chunk, microbatch] = np.broadcast_to(op, (p, n_ops))
+    vstage = chunk * p + stages
+    last_virtual = vstage == p * v - 1
+    dep_vstage = np.where(backward, np.where(last_virtual, vstage, vstage + 1), vstage - 1)
+    dep_backward = backward & ~last_virtual
+    valid = dep_vstage >= 0
+    dep_vstage = np.maximum(dep_vstage, 0)
+    dep_stage, dep_chunk = dep_vstage % p, dep_vstage // p
+    dep_op = position[dep_stage, dep_backward.astype(np.int64), dep_chunk, microbatch]
+    dependency = np.where(valid, dep_stage * n_ops + dep_op, -1)
+    return PipelineSchedule(
+        pp=p,
+        vpp=v,
+        microbatches=m,
+        backward=backward,
+        microbatch=microbatch.astype(np.int32),
+        chunk=chunk.astype(np.int32),
+        warmup=warmup,
+        dependency=dependency,
+    )
+
+
+def simulate_schedule(
+    schedule: PipelineSchedule, forward_op_s, backward_op_s
+) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every op when each starts as soon as its stage and its input allow.
+
+    Rounds over the op order (not over stages or GPUs): each round runs, on every stage at once,
+    the next op whose input was produced in an earlier round, so the rounds are a topological
+    order of the dependency graph and the times are its longest paths (exact, no time step).
+    About ``2 (m v + p - 1)`` rounds of a dozen small array operations.
+
+    Parameters
+    ----------
+    schedule : PipelineSchedule
+    forward_op_s, backward_op_s : float or ndarray, shape (S,)
+        Duration of one forward / backward op (one chunk of one microbatch, its pipeline send
+        included) on each stage (s).
+
+    Returns
+    -------
+    (start_s, end_s) : ndarray, shape (S, N) each
+    """
+    n_stages, n_ops = schedule.backward.shape
+    forward = np.broadcast_to(np.asarray(forward_op_s, dtype=float), (n_stages,))
+    backward = np.broadcast_to(np.asarray(backward_op_s, dtype=float), (n_stages,))
+    # One extra slot per stage after its last op: a parked op that waits for a "never" slot, so
+    # finished stages need no mask. Slot ``done`` (last) is "no dependency": finished at t = 0.
+    width = n_ops + 1
+    slots = n_stages * width
+    never, done = slots, slots + 1
+    duration = np.zeros((n_stages, width))
+    duration[:, :n_ops] = np.where(schedule.backward, backward[:, None], forward[:, None])
+    duration = duration.ravel()
+    dependency = np.full((n_stages, width), never, dtype=np.int64)
+    dep = schedule.dependency
+    dep_stage, dep_op = np.divmod(np.maximum(dep, 0), n_ops)
+    dependency[:, :n_ops] = np.where(dep < 0, done, dep_stage * width + dep_op)
+    dependency = dependency.ravel()
+    start = np.zeros(slots + 2)
+    end = np.zeros(slots + 2)
+    finished = np.zeros(slots + 2, dtype=bool)
+    finished[done] = True
+    op = np.arange(n_stages, dtype=np.int64) * width
+    free = np.zeros(n_stages)
+    last = op + n_ops
+    while True:  # one round per step of the op order, all stages at once
+        needed = dependency[op]
+        ready = finished[needed]
+        if not ready.any():
+            break
+        begin = np.maximum(free, end[needed])
+        finish = begin + duration[op]
+        start[op] = begin  # a stage that is not ready writes its op's slots again when it runs
+        end[op] = finish
+        finished[op] = ready
+        free = np.where(ready, finish, free)
+        op += ready
+    if np.any(op != last):
+        raise RuntimeError("pipeline schedule deadlocks (an op waits for one that never runs)")
+    shape = (n_stages, width)
+    return start[:slots].reshape(shape)[:, :n_ops], end[:slots].reshape(shape)[:, :n_ops]
+
+
+# --- the per-stage timeline ------------------------------------------------------------------
+
 #: Kinds of the phases of a step on one pipeline stage (codes are indices). "comm" is exposed
 #: tensor/context/expert-parallel communication inside a forward or backward pass; "pp_wait" the
 #: exposed pipeline send/receive; "bubble" the schedule's fill/drain idle; "dp" exposed
 #: data-parallel gradient/parameter synchronisation; "straggler" the wait for the slowest GPU;
 #: "idle" a GPU that is not in the job (it never appears inside a stage's phases).
 PHASE_KINDS = ("forward", "backward", "comm", "pp_wait", "bubble", "dp", "optimizer", "straggler", "idle")
+PHASE_CODES = {name: code for code, name in enumerate(PHASE_KINDS)}
 PHASE_LABELS = {
     "forward": "Forward compute",
     "backward": "Backward compute (incl. recompute)",
@@ -83,6 +279,10 @@ PHASE_LABELS = {
     "straggler": "Straggler wait",
     "idle": "Idle (not in the job)",
 }
+
+#: Gaps shorter than this fraction of the step are rounding (two paths to the same instant
+#: summed in a different order), not bubbles; they are dropped from the timeline.
+_GAP_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -106,6 +306,13 @@ class StageTimeline:
         Pipeline stage of every GPU of the fabric; -1 for a GPU that is not in the job.
     vpp : int
         Virtual stages (model chunks) per GPU of the schedule that produced it.
+    microbatches : int
+        Microbatches per pipeline ``m``.
+    pipeline_s : float
+        End of the schedule (the last op of any stage); straggler wait, exposed data-parallel
+        time and the optimizer follow it on every stage.
+    pipeline_end_s : ndarray of float, shape (S,)
+        End of each stage's last op (the stages between it and ``pipeline_s`` idle: drain).
     """
 
     kind: np.ndarray
@@ -117,50 +324,242 @@ class StageTimeline:
     step_time_s: float
     gpu_stage: np.ndarray
     vpp: int = 1
+    microbatches: int = 1
+    pipeline_s: float = 0.0
+    pipeline_end_s: np.ndarray | None = None
 
     @property
     def n_stages(self) -> int:
         return int(self.kind.shape[0])
 
+    @property
+    def stage_gpus(self) -> np.ndarray:
+        """GPUs of each stage, shape (S,)."""
+        stages = np.asarray(self.gpu_stage)
+        return np.bincount(stages[stages >= 0], minlength=self.n_stages)
 
-@dataclass(frozen=True)
-class PhaseTimeline:
-    """The phases of one step on the critical path, back to back.
+    @property
+    def critical_stage(self) -> int:
+        """The stage whose last op ends the schedule (stage 0 in 1F1B; the first such stage)."""
+        ends = self.pipeline_end_s if self.pipeline_end_s is not None else np.zeros(self.n_stages)
+        return int(np.argmax(ends))
 
-    Attributes
+    def kind_totals_s(self) -> np.ndarray:
+        """Seconds of each phase kind on each stage, shape (S, len(PHASE_KINDS))."""
+        n_kinds = len(PHASE_KINDS)
+        valid = self.kind >= 0
+        stage = np.broadcast_to(np.arange(self.n_stages)[:, None], self.kind.shape)[valid]
+        flat = stage * n_kinds + self.kind[valid].astype(np.int64)
+        totals = np.bincount(flat, weights=self.duration_s[valid], minlength=self.n_stages * n_kinds)
+        return totals.reshape(self.n_stages, n_kinds)
+
+    def stage_totals_s(self, stage: int) -> dict[str, float]:
+        """Seconds per phase kind on one stage."""
+        row = self.kind_totals_s()[int(stage)]
+        return {name: float(row[code]) for code, name in enumerate(PHASE_KINDS)}
+
+    def compact_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays to store with a run: kinds as int8, times as float32 (s), counts as int32.
+
+        ``timeline_kind``, ``timeline_start_s``, ``timeline_duration_s``, ``timeline_microbatch``,
+        ``timeline_chunk`` (S, K); ``timeline_n_phases`` (S,); ``gpu_stage`` (G,). The inverse is
+        :meth:`from_compact_arrays`.
+        """
+        return {
+            "timeline_kind": np.asarray(self.kind, dtype=np.int8),
+            "timeline_start_s": np.asarray(self.start_s, dtype=np.float32),
+            "timeline_duration_s": np.asarray(self.duration_s, dtype=np.float32),
+            "timeline_microbatch": np.asarray(self.microbatch, dtype=np.int32),
+            "timeline_chunk": np.asarray(self.chunk, dtype=np.int32),
+            "timeline_n_phases": np.asarray(self.n_phases, dtype=np.int32),
+            "gpu_stage": np.asarray(self.gpu_stage, dtype=np.int32),
+        }
+
+    @classmethod
+    def from_compact_arrays(
+        cls, arrays: Mapping[str, np.ndarray], *, step_time_s: float, vpp: int = 1, microbatches: int = 1
+    ) -> StageTimeline:
+        """Rebuild a timeline from :meth:`compact_arrays` (times widened back to float64)."""
+        kind = np.asarray(arrays["timeline_kind"], dtype=np.int8)
+        start = np.asarray(arrays["timeline_start_s"], dtype=float)
+        duration = np.asarray(arrays["timeline_duration_s"], dtype=float)
+        pipeline = np.where(np.isin(kind, _OP_AND_BUBBLE_CODES), start + duration, 0.0).max(initial=0.0)
+        return cls(
+            kind=kind,
+            start_s=start,
+            duration_s=duration,
+            microbatch=np.asarray(arrays["timeline_microbatch"], dtype=np.int32),
+            chunk=np.asarray(arrays["timeline_chunk"], dtype=np.int32),
+            n_phases=np.asarray(arrays["timeline_n_phases"], dtype=np.int64),
+            step_time_s=float(step_time_s),
+            gpu_stage=np.asarray(arrays["gpu_stage"], dtype=np.int64),
+            vpp=int(vpp),
+            microbatches=int(microbatches),
+            pipeline_s=float(pipeline),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"step_time_s", "vpp", "microbatches", "stages": [{"stage", "gpus", "phases":
+        [{"kind", "start_s", "duration_s"}, ...]}, ...]}`` (what ``simulate --json`` prints)."""
+        gpus = self.stage_gpus.tolist()
+        stages = []
+        for s in range(self.n_stages):  # serialization of a finished result, not a hot path
+            n = int(self.n_phases[s])
+            kinds = self.kind[s, :n].tolist()
+            starts = np.round(self.start_s[s, :n], 9).tolist()
+            durations = np.round(self.duration_s[s, :n], 9).tolist()
+            phases = [
+                {"kind": PHASE_KINDS[k], "start_s": t, "duration_s": d}
+                for k, t, d in zip(kinds, starts, durations, strict=True)
+            ]
+            stages.append({"stage": s, "gpus": int(gpus[s]), "phases": phases})
+        return {
+            "step_time_s": float(self.step_time_s),
+            "vpp": int(self.vpp),
+            "microbatches": int(self.microbatches),
+            "stages": stages,
+        }
+
+
+_OP_AND_BUBBLE_CODES = [PHASE_CODES[k] for k in ("forward", "backward", "comm", "pp_wait", "bubble")]
+
+
+def stage_timeline(
+    schedule: PipelineSchedule,
+    *,
+    forward_compute_s,
+    forward_comm_s,
+    backward_compute_s,
+    backward_comm_s,
+    p2p_s,
+    tail_s: Sequence[tuple[str, float]] = (),
+    gpu_stage: np.ndarray,
+    op_start_s: np.ndarray | None = None,
+) -> StageTimeline:
+    """Lay one step out phase by phase on every stage, from the simulated schedule.
+
+    Each op is its compute ("forward"/"backward"), its exposed tp/cp/ep communication ("comm")
+    and its pipeline send ("pp_wait"), back to back; the waits before ops and after a stage's
+    last op until the schedule ends are "bubble". Then, on every stage from the schedule's end,
+    the ``tail_s`` phases in the order given (``predict``: straggler wait, exposed dp,
+    optimizer). Zero-length phases are left out.
+
+    Parameters
     ----------
-    names : tuple[str, ...]
-    start_s, duration_s : ndarray, shape (K,)
+    schedule : PipelineSchedule
+    forward_compute_s, forward_comm_s, backward_compute_s, backward_comm_s : float or ndarray (S,)
+        Per op, i.e. one model chunk of one microbatch (s).
+    p2p_s : float or ndarray (S,)
+        One pipeline send, carried by every op (s); 0 for ``pp = 1``.
+    tail_s : sequence of (kind, seconds)
+        Phases after the pipeline, kinds from ``PHASE_KINDS``.
+    gpu_stage : ndarray of int, shape (G,)
+        Stage of every fabric GPU, -1 outside the job.
+    op_start_s : ndarray, shape (S, N), optional
+        Op starts from :func:`simulate_schedule` with the same op durations
+        (compute + comm + p2p, summed in that order); simulated when omitted.
+
+    Returns
+    -------
+    StageTimeline
     """
+    n_stages = schedule.backward.shape[0]
+    is_backward = schedule.backward
 
-    names: tuple[str, ...]
-    start_s: np.ndarray
-    duration_s: np.ndarray
+    def per_op(forward, backward):
+        f = np.broadcast_to(np.asarray(forward, dtype=float), (n_stages,))[:, None]
+        b = np.broadcast_to(np.asarray(backward, dtype=float), (n_stages,))[:, None]
+        return np.where(is_backward, b, f)
 
-    def to_list(self) -> list[dict[str, float | str]]:
-        return [
-            {"phase": n, "start_s": float(s), "duration_s": float(d)}
-            for n, s, d in zip(self.names, self.start_s, self.duration_s, strict=True)
-        ]
+    parts = (
+        per_op(forward_compute_s, backward_compute_s),
+        per_op(forward_comm_s, backward_comm_s),
+        per_op(p2p_s, p2p_s),
+    )
+    op_length = parts[0] + parts[1] + parts[2]
+    if op_start_s is None:
+        forward_op = np.asarray(forward_compute_s) + np.asarray(forward_comm_s) + np.asarray(p2p_s)
+        backward_op = np.asarray(backward_compute_s) + np.asarray(backward_comm_s) + np.asarray(p2p_s)
+        op_start_s, _ = simulate_schedule(schedule, forward_op, backward_op)
+    start = np.asarray(op_start_s, dtype=float)
+    end = start + op_length
+    previous_end = np.concatenate([np.zeros((n_stages, 1)), end[:, :-1]], axis=1)
+    pipeline_end = end[:, -1]
+    pipeline = float(pipeline_end.max(initial=0.0))
+    tail_lengths = np.array([float(seconds) for _, seconds in tail_s])
+    tail_present = tail_lengths > 0.0
+    step = pipeline + float(tail_lengths.sum())
+    tolerance = _GAP_TOLERANCE * max(step, 1e-300)
+
+    # Per op: the phases present (gap, compute, comm, send) and the row column of each.
+    gap = start - previous_end
+    present = [gap > tolerance, *(part > 0.0 for part in parts)]
+    count = sum(mask.astype(np.int64) for mask in present)
+    columns = [np.cumsum(count, axis=1) - count]
+    for mask in present[:-1]:
+        columns.append(columns[-1] + mask)
+    op_phases = (columns[-1] + present[-1])[:, -1]
+    drain = pipeline - pipeline_end
+    has_drain = drain > tolerance
+    n_phases = op_phases + has_drain + int(tail_present.sum())
+
+    codes = PHASE_CODES
+    out = _Phases(n_stages, int(n_phases.max(initial=0)))
+    out.put(present[0], columns[0], codes["bubble"], previous_end, gap)
+    op_kinds = (np.where(is_backward, codes["backward"], codes["forward"]), codes["comm"], codes["pp_wait"])
+    phase_start = start
+    for mask, column, code, length in zip(present[1:], columns[1:], op_kinds, parts, strict=True):
+        out.put(mask, column, code, phase_start, length, schedule.microbatch, schedule.chunk)
+        phase_start = phase_start + length
+    out.put(has_drain[:, None], op_phases[:, None], codes["bubble"], pipeline_end[:, None], drain[:, None])
+    column = (op_phases + has_drain)[:, None]
+    tail_start = pipeline + (np.cumsum(tail_lengths) - tail_lengths)
+    for (name, _), length, phase_start, keep in zip(
+        tail_s, tail_lengths, tail_start, tail_present, strict=True
+    ):
+        if keep:  # a loop over the (three) tail kinds
+            out.put(np.ones((n_stages, 1), dtype=bool), column, codes[name], phase_start, length)
+            column = column + 1
+    return StageTimeline(
+        kind=out.kind,
+        start_s=out.start,
+        duration_s=out.length,
+        microbatch=out.microbatch,
+        chunk=out.chunk,
+        n_phases=n_phases.astype(np.int64),
+        step_time_s=float(step),
+        gpu_stage=np.asarray(gpu_stage, dtype=np.int64),
+        vpp=schedule.vpp,
+        microbatches=schedule.microbatches,
+        pipeline_s=pipeline,
+        pipeline_end_s=np.asarray(pipeline_end, dtype=float),
+    )
 
 
-def phase_timeline(breakdown: dict[str, float]) -> PhaseTimeline:
-    """Lay the step's breakdown out as phases of the first stage's critical path.
+class _Phases:
+    """Padded (S, K) phase arrays filled by masked scatters (one per phase type, not per phase)."""
 
-    The pipeline fill takes half the bubble, the steady 1F1B phase holds the compute and the
-    exposed tp/cp/ep/pp communication, the drain the other half of the bubble, then the exposed
-    gradient synchronisation, the optimizer step and the wait for stragglers.
-    """
-    bubble = breakdown.get("bubble", 0.0)
-    steady = sum(breakdown.get(k, 0.0) for k in ("compute", "tp", "cp", "ep", "pp"))
-    phases = [
-        ("pipeline fill", bubble / 2.0),
-        ("steady 1F1B", steady),
-        ("pipeline drain", bubble / 2.0),
-        ("gradient sync", breakdown.get("dp", 0.0)),
-        ("optimizer", breakdown.get("optimizer", 0.0)),
-        ("straggler wait", breakdown.get("straggler", 0.0)),
-    ]
-    durations = np.array([d for _, d in phases], dtype=float)
-    starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
-    return PhaseTimeline(names=tuple(n for n, _ in phases), start_s=starts, duration_s=durations)
+    def __init__(self, n_stages: int, width: int) -> None:
+        self.kind = np.full((n_stages, width), -1, dtype=np.int8)
+        self.start = np.zeros((n_stages, width))
+        self.length = np.zeros((n_stages, width))
+        self.microbatch = np.full((n_stages, width), -1, dtype=np.int32)
+        self.chunk = np.full((n_stages, width), -1, dtype=np.int32)
+
+    def put(self, mask, column, kind, start, length, microbatch=-1, chunk=-1) -> None:
+        shape = np.broadcast_shapes(np.shape(mask), np.shape(column))
+        width = self.kind.shape[1]
+        flat = (np.arange(shape[0])[:, None] * width + np.broadcast_to(column, shape)).ravel()
+        mask = np.broadcast_to(mask, shape).ravel()
+        every = bool(mask.all())
+        if not every:
+            flat = flat[mask]
+        for target, values in (
+            (self.kind, kind),
+            (self.start, start),
+            (self.length, length),
+            (self.microbatch, microbatch),
+            (self.chunk, chunk),
+        ):
+            values = np.broadcast_to(values, shape).ravel()
+            target.ravel()[flat] = values if every else values[mask]

@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.pipeline import PhaseTimeline
+from scenarios.sim.pipeline import StageTimeline
 
 __all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "StepResult"]
 
-#: Seconds per step, in the order they are laid out; they sum to ``step_time_s``.
+#: Seconds per step by component; they sum to ``step_time_s``. (The timeline lays the pipeline
+#: kinds out op by op, then straggler wait, dp and optimizer: ``StageTimeline``.)
 BREAKDOWN_KEYS = ("compute", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer", "straggler")
 #: GiB per GPU (first pipeline stage); they sum to ``memory_gib_per_gpu``.
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "reserve")
@@ -46,14 +47,17 @@ class StepResult:
     time_to_train_days : float or None
         ``tokens`` / ``tokens_per_s`` when the job gives ``tokens``.
     gpus : int
+        GPUs of the job (``dp × tp × pp × cp``; may be fewer than the fabric's).
     link_utilization : ndarray, shape (L,)
         Mean utilization of each fabric link over a step (busier direction).
     rack_link_utilization : ndarray, shape (R,)
         Hottest link of each rack.
     gpu_slowdown : ndarray, shape (G,)
-        Each GPU's mean compute-time factor from stragglers / slow nodes (1 = nominal).
-    timeline : PhaseTimeline
-        Phases of a step on the critical path.
+        Each fabric GPU's mean compute-time factor from stragglers / slow nodes (1 = nominal,
+        and for GPUs outside the job).
+    timeline : StageTimeline
+        The phases of one step on every pipeline stage, from the simulated schedule, and the
+        GPU -> stage map (``timeline.gpu_stage``).
     details : dict
         Intermediate figures (per-layer times, comm bandwidths, bubble fraction...) for the
         "explain" view.
@@ -74,11 +78,12 @@ class StepResult:
     link_utilization: np.ndarray = field(repr=False)
     rack_link_utilization: np.ndarray = field(repr=False)
     gpu_slowdown: np.ndarray = field(repr=False)
-    timeline: PhaseTimeline = field(repr=False)
+    timeline: StageTimeline = field(repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict[str, Any]:
-        """Plain numbers only (no per-link / per-GPU arrays)."""
+        """Plain numbers only (no per-link / per-GPU / per-stage arrays: run summaries are stored
+        as JSON; ``timeline.compact_arrays()`` is what to store of the timeline)."""
         return {
             "name": self.name,
             "step_time_s": self.step_time_s,
@@ -93,13 +98,15 @@ class StepResult:
             "time_to_train_days": self.time_to_train_days,
             "gpus": self.gpus,
             "max_link_utilization": float(self.link_utilization.max(initial=0.0)),
-            "timeline": self.timeline.to_list(),
             "details": _plain(self.details),
         }
 
     def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
-        """JSON-ready dict (what ``manage.py simulate --json`` prints)."""
+        """JSON-ready dict (what ``manage.py simulate --json`` prints): the summary, the
+        per-stage timeline (``StageTimeline.to_json``) and, with ``arrays``, the per-link and
+        per-GPU arrays."""
         out = self.summary()
+        out["timeline"] = self.timeline.to_json()
         if arrays:
             out["link_utilization"] = _rounded(self.link_utilization)
             out["rack_link_utilization"] = _rounded(self.rack_link_utilization)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
+from scenarios.sim.errors import ScenarioError, clip_message, preview
+from scenarios.sim.yamlsafe import load_yaml_file
 
 SCHEMA_VERSION = 1
 GENERATORS = ("rail-optimized", "nvl72", "fat-tree")
@@ -23,6 +24,7 @@ PRECISIONS = ("bf16", "fp16", "fp8")
 MLP_KINDS = ("gelu", "swiglu")
 ATTENTION_KINDS = ("flash", "standard")
 ECMP_MODES = ("hash", "spread")
+PLACEMENTS = ("packed", "spread")  # job.placement (scenarios/sim/placement.py)
 
 # Upper bounds that reject typos and absurd inputs (not physical limits of any real system).
 MAX_NODES = 1_000_000
@@ -35,10 +37,6 @@ MAX_BATCH = 100_000_000
 MAX_DEGREE = 1_000_000
 MAX_EXPERTS = 100_000
 MAX_STEPS = 1_000_000
-
-
-class ScenarioError(ValueError):
-    """A scenario is malformed; the message names the field and the rule in one line."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,12 @@ class ParallelSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A training job: model, batch, parallel layout and numerics."""
+    """A training job: model, batch, parallel layout and numerics, and where it runs.
+
+    ``nodes`` (default: every server of the cluster, or every eligible one under
+    ``gpus_per_domain``), ``placement`` ("packed" or "spread") and ``gpus_per_domain`` (GPUs used
+    per scale-up domain) place the job on part of the cluster (``scenarios/sim/placement.py``).
+    """
 
     model: ModelSpec
     global_batch: int
@@ -123,6 +126,9 @@ class JobSpec:
     tokens: float | None = None
     attention: str = "flash"
     overlap_dp: bool = True
+    nodes: int | None = None
+    placement: str = "packed"
+    gpus_per_domain: int | None = None
 
     @property
     def microbatches(self) -> int:
@@ -201,13 +207,18 @@ def _int(
             raise ScenarioError(f"{name}: required")
         return default
     value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+    # JSON (web, API) can bring inf, nan or a 5,000-digit integer: int(inf) raises and str() of
+    # a huge integer does too, so test the type first and quote a preview.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{name}: must be an integer (got {preview(value)})")
+    if isinstance(value, float) and not value.is_integer():
         raise ScenarioError(f"{name}: must be an integer (got {value!r})")
     value = int(value)
-    if value < lo:
-        raise ScenarioError(f"{name}: must be ≥ {lo} (got {value})")
-    if value > hi:
-        raise ScenarioError(f"{name}: must be ≤ {hi:,} (got {value:,})")
+    if value < lo or value > hi:
+        shown = preview(value) if value.bit_length() > 100 else None
+        if value < lo:
+            raise ScenarioError(f"{name}: must be ≥ {lo} (got {shown or value})")
+        raise ScenarioError(f"{name}: must be ≤ {hi:,} (got {shown or f'{value:,}'})")
     return value
 
 
@@ -367,6 +378,9 @@ def _parse_job(data: Any) -> JobSpec:
             "tokens",
             "attention",
             "overlap_dp",
+            "nodes",
+            "placement",
+            "gpus_per_domain",
         },
     )
     if "model" not in data:
@@ -388,6 +402,13 @@ def _parse_job(data: Any) -> JobSpec:
         attention=_choice(data, "attention", where, ATTENTION_KINDS, None)
         or default_attention(data.get("precision", "bf16")),
         overlap_dp=overlap_dp,
+        nodes=_int(data, "nodes", where, hi=MAX_NODES) if data.get("nodes") is not None else None,
+        placement=_choice(data, "placement", where, PLACEMENTS, "packed"),
+        gpus_per_domain=(
+            _int(data, "gpus_per_domain", where, hi=MAX_DEGREE)
+            if data.get("gpus_per_domain") is not None
+            else None
+        ),
     )
 
 
@@ -518,7 +539,7 @@ def parse_scenario(data: Any) -> Scenario:
 
 
 def check_scenario(scenario: Scenario, catalog) -> None:
-    """Catalog-dependent rules: known slugs, GPU count, precision support.
+    """Catalog-dependent rules: known slugs, the job's nodes and GPU count, precision support.
 
     Parameters
     ----------
@@ -531,11 +552,19 @@ def check_scenario(scenario: Scenario, catalog) -> None:
     gpu = _lookup(catalog.gpu, gpu_slug, "what_if.gpu" if scenario.what_if.gpu else "gpu")
     if cluster.switch is not None:
         _lookup(catalog.switch, cluster.switch, "cluster.switch")
-    gpus = cluster.nodes * server.gpus_per_server
+    _check_job_nodes(scenario.job, cluster, server)
+    from scenarios.sim.placement import job_gpus  # placement imports this module
+
+    gpus, counted = job_gpus(
+        scenario.job,
+        cluster_nodes=cluster.nodes,
+        gpus_per_server=server.gpus_per_server,
+        scaleup_domain_gpus=server.scaleup_domain_gpus,
+    )
     p = scenario.job.parallel
     if p.gpus != gpus:
         raise ScenarioError(
-            f"job.parallel: dp × tp × pp × cp must equal the cluster's GPUs ({gpus}) "
+            f"job.parallel: dp × tp × pp × cp must equal {counted} "
             f"(got {p.dp} × {p.tp} × {p.pp} × {p.cp} = {p.gpus})"
         )
     if scenario.job.precision == "fp8" and gpu.peak_tflops_fp8 <= 0:
@@ -544,6 +573,41 @@ def check_scenario(scenario: Scenario, catalog) -> None:
         raise ScenarioError(
             f"what_if.slow_nodes: node indices must be < nodes ({cluster.nodes}) "
             f"(got {max(scenario.what_if.slow_nodes)})"
+        )
+
+
+def _check_job_nodes(job: JobSpec, cluster: ClusterSpec, server) -> None:
+    """``job.gpus_per_domain`` fits the server's scale-up domain; ``job.nodes`` fits the cluster
+    (and the nodes eligible under ``gpus_per_domain``). Part of :func:`check_scenario`."""
+    from scenarios.sim.placement import eligible_node_count
+
+    per_server, domain = server.gpus_per_server, server.scaleup_domain_gpus
+    if job.gpus_per_domain is not None:
+        if job.gpus_per_domain % per_server:
+            raise ScenarioError(
+                f"job.gpus_per_domain: must be a multiple of gpus_per_server ({per_server} on "
+                f"{server.slug}) (got {job.gpus_per_domain})"
+            )
+        if job.gpus_per_domain > domain:
+            raise ScenarioError(
+                f"job.gpus_per_domain: must be ≤ scaleup_domain_gpus ({domain} on {server.slug}) "
+                f"(got {job.gpus_per_domain})"
+            )
+    if job.nodes is None:
+        return
+    if job.nodes > cluster.nodes:
+        raise ScenarioError(f"job.nodes: must be ≤ cluster.nodes ({cluster.nodes}) (got {job.nodes})")
+    eligible = eligible_node_count(
+        cluster_nodes=cluster.nodes,
+        gpus_per_server=per_server,
+        scaleup_domain_gpus=domain,
+        gpus_per_domain=job.gpus_per_domain,
+    )
+    if job.nodes > eligible:
+        raise ScenarioError(
+            f"job.nodes: must be ≤ the nodes eligible under job.gpus_per_domain {job.gpus_per_domain} "
+            f"({eligible}: {job.gpus_per_domain // per_server} of every {max(domain // per_server, 1)} "
+            f"servers) (got {job.nodes})"
         )
 
 
@@ -556,20 +620,24 @@ def _lookup(getter, slug: str, field_name: str):
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:
-    """Read a YAML file holding one scenario or a ``scenarios:`` list of them."""
+    """Read a YAML file holding one scenario or a ``scenarios:`` list of them.
+
+    The file goes through the bounded loader (``yamlsafe``: size, depth, aliases, duplicate
+    keys, numbers), so any input ends in one short :class:`ScenarioError` line.
+    """
+    data = load_yaml_file(path)
+    if data is None:
+        raise ScenarioError("file: empty (expected a scenario mapping)")
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ScenarioError(f"file: cannot read {path} ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"file: {path} is not valid YAML ({exc.__class__.__name__})") from None
-    if isinstance(data, Mapping) and "scenarios" in data:
-        entries = data["scenarios"]
-        if not isinstance(entries, list) or not entries:
-            raise ScenarioError("scenarios: must be a non-empty list")
-        return [parse_scenario(entry) for entry in entries]
-    return [parse_scenario(data)]
+        if isinstance(data, Mapping) and "scenarios" in data:
+            entries = data["scenarios"]
+            if not isinstance(entries, list) or not entries:
+                raise ScenarioError("scenarios: must be a non-empty list")
+            return [parse_scenario(entry) for entry in entries]
+        return [parse_scenario(data)]
+    except ScenarioError as exc:
+        # The validators quote whole values ("got [...]"); a file's value may be long.
+        raise ScenarioError(clip_message(str(exc))) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

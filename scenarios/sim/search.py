@@ -1,11 +1,13 @@
 """Layout search: every valid parallel layout of a job on a cluster, best first.
 
-Candidates are all combinations of (tp, pp, cp) dividing the GPU count (dp the rest), ep
+Candidates are all combinations of (tp, pp, cp) dividing the job's GPU count (dp the rest), ep
 dividing dp x cp (MoE only), vpp 1..8, micro-batch powers of two, the three recompute modes
-and ZeRO 0..3. Validity rules and memory are evaluated on all candidates at once (numpy
-masks); the survivors' collectives are costed on the real fabric through
-``network.comm_table`` (each distinct group shape -- pattern, size, rank stride -- is routed once)
-and their step time comes from the same ``assemble_step`` as ``predict``.
+and ZeRO 0..3. The job keeps its placement (``job.nodes``, ``job.placement``,
+``job.gpus_per_domain``: ``scenarios.sim.placement``), so every candidate runs on the same GPUs.
+Validity rules and memory are evaluated on all candidates at once (numpy masks); the survivors'
+collectives are costed on the real fabric through ``network.comm_table`` (each distinct group
+shape -- pattern, size, rank stride -- is routed once) and their step time comes from the same
+``assemble_step`` as ``predict``.
 """
 
 from __future__ import annotations
@@ -150,7 +152,8 @@ def search_layouts(
 ) -> SearchResult:
     """Search the parallel layouts of ``scenario``'s job on its cluster.
 
-    The scenario's own layout choices are ignored; model, batch, precision and cluster are kept.
+    The scenario's own layout choices are ignored; model, batch, precision, cluster and the
+    job's placement on it (its nodes, hence its GPU count) are kept.
 
     Parameters
     ----------
@@ -170,6 +173,7 @@ def search_layouts(
     SearchResult
     """
     from scenarios.sim.network import comm_table
+    from scenarios.sim.placement import place_job
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
@@ -180,7 +184,8 @@ def search_layouts(
     eff = EfficiencyParams.from_mapping(gpu.efficiency)
     if fabric is None:
         fabric = build_fabric(scenario, catalog)
-    gpus = int(fabric.n_gpus)
+    placement = place_job(fabric, job)
+    gpus = placement.world_size
     model = job.model
     c = enumerate_candidates(gpus, moe=model.moe is not None, global_batch=job.global_batch)
     window = candidates or slice(0, c["tp"].size)
@@ -219,7 +224,7 @@ def search_layouts(
         on_progress(0.3, f"{index.size} layouts fit; costing collectives")
     if index.size == 0:
         return SearchResult(best=[], candidates=total, valid=0, rejected=rejected)
-    table = comm_table(fabric, ecmp=scenario.what_if.ecmp)
+    table = comm_table(fabric, ecmp=scenario.what_if.ecmp, rank_gpu=placement.rank_gpu)
     common = dict(
         global_batch=job.global_batch,
         precision=job.precision,

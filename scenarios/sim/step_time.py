@@ -1,10 +1,10 @@
 """Step time of a training job on a cluster: assemble compute, communication and schedule.
 
 ``predict(scenario, catalog=...)`` builds the fabric from the cluster spec (generator +
-compile), places the job's ranks (``layout``), costs its collectives on the routed fabric
-(``network.comm_model``), and combines them with the per-layer compute model
-(``efficiency``), the pipeline schedule (``pipeline``), memory (``memory``) and stragglers
-(``stragglers``). ``assemble_step`` is the vectorized heart shared with the layout search:
+compile), places the job's ranks (``placement``, ``layout``), costs its collectives on the
+routed fabric (``network.comm_model``), and combines them with the per-layer compute model
+(``efficiency``), the simulated pipeline schedule (``pipeline``), memory (``memory``) and
+stragglers (``stragglers``). ``assemble_step`` is the vectorized heart shared with the layout search:
 every argument may be an array over candidates. The model and its sources are documented in
 ``docs/step-time-model.md``.
 """
@@ -25,7 +25,13 @@ from scenarios.sim.flops import (
     model_flops_per_step,
 )
 from scenarios.sim.memory import GIB, memory_per_gpu
-from scenarios.sim.pipeline import bubble_fraction, phase_timeline, stage_layers
+from scenarios.sim.pipeline import (
+    bubble_fraction,
+    pipeline_schedule,
+    simulate_schedule,
+    stage_layers,
+    stage_timeline,
+)
 from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
 from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
 
@@ -132,10 +138,14 @@ def assemble_step(
     stage_b = stage_layer_count * layer_b + np.where(last_busiest, times.logits_backward_s, 0.0)
 
     compute_per_mb = stage_layer_count * (times.forward_s + times.backward_s + times.recompute_s) + logits_s
-    bubble = (stage_f + stage_b) * m * bubble_fraction(pp, vpp, m)
     p2p_bytes = b * model.seq_len / cp * model.hidden * 2.0 / tp
     p2p_s = np.where(pp > 1, comm_time("pp", "p2p", p2p_bytes), 0.0)
-    pp_exposed = 2.0 * (m * vpp + pp - 1.0) * p2p_s
+    # The schedule with per-chunk ops (t_f/v + p2p) and (t_b/v + p2p) takes (m v + p - 1) op
+    # pairs (pipeline.pipeline_time_s; equal to the simulated Megatron order, test_pipeline):
+    # every op's own send is "pp" (2 m v sends per stage), the (p - 1) idle op pairs of fill
+    # and drain are the bubble, (p - 1) / (v m) of the busy time.
+    pp_exposed = 2.0 * m * vpp * p2p_s
+    bubble = bubble_fraction(pp, vpp, m) * (m * (stage_f + stage_b) + pp_exposed)
 
     dp_s, dp_volume = _dp_time(
         model,
@@ -211,6 +221,13 @@ def assemble_step(
             "layer_gemm_forward_s": times.gemm_forward_s,
             "layer_elementwise_forward_s": times.elementwise_forward_s,
             "layer_tp_comm_s": comm["tp_s"],
+            # One microbatch on the busiest stage, all its chunks (what the timeline splits).
+            "stage_forward_compute_s": stage_layer_count * times.forward_s
+            + np.where(last_busiest, times.logits_forward_s, 0.0),
+            "stage_forward_comm_s": stage_layer_count * comm["forward_s"],
+            "stage_backward_compute_s": stage_layer_count * (times.backward_s + times.recompute_s)
+            + np.where(last_busiest, times.logits_backward_s, 0.0),
+            "stage_backward_comm_s": stage_layer_count * comm["backward_s"],
             "p2p_s": p2p_s,
             "dp_comm_s": dp_volume["time_s"],
         },
@@ -428,6 +445,11 @@ def build_fabric(scenario: Scenario, catalog):
 def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=None) -> StepResult:
     """Predict one training step of ``scenario`` on its cluster.
 
+    The job runs on the nodes ``scenarios.sim.placement`` picks (``job.nodes``,
+    ``job.placement``, ``job.gpus_per_domain``; default the whole cluster): only their GPUs
+    send traffic and draw stragglers. The pipeline part of the step is the simulated Megatron
+    schedule (``pipeline.simulate_schedule``), laid out per stage in ``result.timeline``.
+
     Parameters
     ----------
     scenario : Scenario
@@ -449,7 +471,7 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
     """
     from scenarios.sim.layout import build_layout
     from scenarios.sim.network import comm_model, rack_link_utilization
-    from scenarios.sim.stragglers import straggler_effect
+    from scenarios.sim.placement import place_job
 
     check_scenario(scenario, catalog)
     job, what_if = scenario.job, scenario.what_if
@@ -460,12 +482,14 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
     if fabric is None:
         fabric = build_fabric(scenario, catalog)
     p = job.parallel
-    if int(fabric.n_gpus) != p.gpus:
+    placement = place_job(fabric, job)
+    if placement.world_size != p.gpus:
         raise ScenarioError(
-            f"job.parallel: dp × tp × pp × cp must equal the fabric's GPUs ({fabric.n_gpus}) (got {p.gpus})"
+            f"job.parallel: dp × tp × pp × cp must equal the job's GPUs on the fabric "
+            f"({placement.world_size}) (got {p.gpus})"
         )
     _progress(on_progress, 0.3, "routing collectives")
-    layout = build_layout(tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, n_gpus=fabric.n_gpus)
+    layout = build_layout(tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp, ep=p.ep, rank_gpu=placement.rank_gpu)
     comm = comm_model(fabric, layout, ecmp=what_if.ecmp)
     _progress(on_progress, 0.7, "assembling step time")
     arrays = assemble_step(
@@ -488,19 +512,10 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         comm_time=comm.time_s,
     )
     breakdown = {k: float(v) for k, v in arrays.breakdown.items()}
-    busy = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
-    seed = what_if.seed if rng is None else rng
-    stragglers = straggler_effect(
-        np.asarray(fabric.gpu_node)[layout.rank_gpu],
-        compute_time_s=busy,
-        spread=what_if.straggler_spread,
-        slow_nodes=list(what_if.slow_nodes),
-        slow_factor=what_if.slow_node_factor,
-        n_steps=what_if.steps,
-        rng=seed,
+    timeline, stragglers, schedule_details = _step_timeline(
+        arrays, breakdown, job, what_if, fabric, placement, rng
     )
-    breakdown["straggler"] = float(stragglers.time_s)
-    step = sum(breakdown[k] for k in BREAKDOWN_KEYS)
+    step = timeline.step_time_s
     volumes = {
         kind: {op: float(np.asarray(v)) for op, v in ops.items()} for kind, ops in arrays.volumes.items()
     }
@@ -510,18 +525,83 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         gpu,
         arrays,
         breakdown,
-        step,
+        timeline,
         link_util,
         rack_link_utilization(fabric, link_util),
-        stragglers.per_gpu_slowdown,
+        placement.gpu_values(stragglers.per_gpu_slowdown, 1.0),
         comm,
+        schedule_details,
     )
     _progress(on_progress, 1.0, "done")
     return result
 
 
-def _result(scenario, gpu, arrays, breakdown, step, link_util, rack_util, slowdown, comm):
+#: Relative difference between the simulated schedule and the closed form below which the two
+#: are the same number summed in another order (they agree exactly in exact arithmetic for the
+#: uniform op durations used here; tests/sim/test_pipeline.py).
+SCHEDULE_CLOSED_FORM_RTOL = 1e-9
+
+
+def _step_timeline(arrays, breakdown, job, what_if, fabric, placement, rng):
+    """Simulate the pipeline schedule, draw the stragglers, lay out the per-stage timeline.
+
+    The breakdown's bubble becomes the schedule's idle (closed form + any difference, returned as
+    ``schedule_minus_closed_form_s`` for the details) and its straggler term is filled in. After the
+    schedule every stage waits for stragglers (the gradient reduction needs the slowest
+    replica), then runs the exposed dp synchronisation, then the optimizer (which needs the
+    reduced gradients).
+    """
+    from scenarios.sim.stragglers import straggler_effect
+
+    p, v, m = job.parallel, job.parallel.vpp, job.microbatches
+    detail = {k: float(np.asarray(val)) for k, val in arrays.details.items()}
+    per_op = {
+        "forward_compute_s": detail["stage_forward_compute_s"] / v,
+        "forward_comm_s": detail["stage_forward_comm_s"] / v,
+        "backward_compute_s": detail["stage_backward_compute_s"] / v,
+        "backward_comm_s": detail["stage_backward_comm_s"] / v,
+        "p2p_s": detail["p2p_s"],
+    }
+    schedule = pipeline_schedule(p.pp, v, m)
+    op_start, op_end = simulate_schedule(
+        schedule,
+        per_op["forward_compute_s"] + per_op["forward_comm_s"] + per_op["p2p_s"],
+        per_op["backward_compute_s"] + per_op["backward_comm_s"] + per_op["p2p_s"],
+    )
+    pipeline = float(op_end.max())
+    closed = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    difference = pipeline - closed
+    if abs(difference) > SCHEDULE_CLOSED_FORM_RTOL * closed:
+        breakdown["bubble"] += difference
+    slow = np.asarray(what_if.slow_nodes, dtype=np.int64)
+    stragglers = straggler_effect(
+        np.asarray(fabric.gpu_node)[placement.rank_gpu],
+        compute_time_s=pipeline,
+        spread=what_if.straggler_spread,
+        slow_nodes=slow[np.isin(slow, placement.nodes)].tolist(),  # idle nodes slow no one
+        slow_factor=what_if.slow_node_factor,
+        n_steps=what_if.steps,
+        rng=what_if.seed if rng is None else rng,
+    )
+    breakdown["straggler"] = float(stragglers.time_s)
+    stage_of_rank = np.arange(placement.world_size) // (p.tp * p.cp * p.dp)
+    timeline = stage_timeline(
+        schedule,
+        **per_op,
+        tail_s=(
+            ("straggler", breakdown["straggler"]),
+            ("dp", breakdown["dp"]),
+            ("optimizer", breakdown["optimizer"]),
+        ),
+        gpu_stage=placement.gpu_values(stage_of_rank, -1),
+        op_start_s=op_start,
+    )
+    return timeline, stragglers, {"schedule_minus_closed_form_s": difference, "pipeline_s": pipeline}
+
+
+def _result(scenario, gpu, arrays, breakdown, timeline, link_util, rack_util, slowdown, comm, extra):
     job = scenario.job
+    step = timeline.step_time_s
     gpus = job.parallel.gpus
     model_flops = float(arrays.model_flops)
     hardware_flops = float(arrays.hardware_flops)
@@ -529,6 +609,7 @@ def _result(scenario, gpu, arrays, breakdown, step, link_util, rack_util, slowdo
     memory = {k: float(arrays.memory[k]) / GIB for k in MEMORY_KEYS}
     total_gib = float(arrays.memory["total"]) / GIB
     details = {k: float(np.asarray(v)) for k, v in arrays.details.items()}
+    details.update(extra)
     details["comm_busbw_gbytes_per_s"] = {k: float(v) for k, v in comm.bw_gbytes_per_s.items()}
     model_tflops = model_flops / step / gpus / 1e12
     return StepResult(
@@ -547,6 +628,6 @@ def _result(scenario, gpu, arrays, breakdown, step, link_util, rack_util, slowdo
         link_utilization=np.asarray(link_util, dtype=float),
         rack_link_utilization=np.asarray(rack_util, dtype=float),
         gpu_slowdown=np.asarray(slowdown, dtype=float),
-        timeline=phase_timeline(breakdown),
+        timeline=timeline,
         details=details,
     )

@@ -25,7 +25,7 @@ def test_run_state_after_success_carries_brief_summary_and_rack_values(scenario)
     state = selectors.run_state(run=run)
     racks = scenario.design.halls.get().racks.count()
     assert state["status"] == "succeeded" and state["progress"] == 1.0
-    assert set(state["rack_values"]) == {"link_util", "slowdown"}
+    assert set(state["rack_values"]) == {"link_util", "slowdown", "job"}
     assert all(len(v) == racks for v in state["rack_values"].values())
     assert "details" not in state["summary"] and state["summary"]["step_time_s"] > 0
     assert len(json.dumps(state)) < 4000

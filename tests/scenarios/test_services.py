@@ -28,12 +28,16 @@ def test_scenario_create_saves_job_and_overrides(design, user, job):
     ("change", "field", "text"),
     [
         (lambda j, w: j["parallel"].update(tp=3), "job.parallel.tp", "must divide heads"),
-        (lambda j, w: j["parallel"].update(dp=2), "job.parallel", "must equal the cluster's GPUs (32)"),
+        (
+            lambda j, w: j["parallel"].update(dp=2),
+            "job.parallel",
+            "must equal the cluster's GPUs (4 nodes × 8 = 32)",
+        ),
         (lambda j, w: j["model"].update(layers=-1), "job.model.layers", "≥ 1"),
         (lambda j, w: w.update(nic_gbps=-5), "what_if.nic_gbps", "> 0"),
         (lambda j, w: w.update(server="no-such-server"), "what_if.server", "no-such-server"),
         (lambda j, w: w.update(nodes=0), "what_if.nodes", "≥ 1"),
-        (lambda j, w: w.update(nodes=8), "job.parallel", "(64)"),
+        (lambda j, w: w.update(nodes=8), "job.parallel", "(8 nodes × 8 = 64)"),
         (lambda j, w: w.update(bogus=1), "what_if.bogus", "unknown field"),
     ],
 )

@@ -46,6 +46,21 @@ def test_simulate_json_has_the_step_result_fields(catalog_db, scenario_file, cap
         assert key in payload
     assert payload["step_time_s"] > 0
     assert "link_utilization" not in payload
+    stages = payload["timeline"]["stages"]
+    assert [(stage["stage"], stage["gpus"]) for stage in stages] == [(0, 32)]
+    phases = stages[0]["phases"]
+    assert set(phases[0]) == {"kind", "start_s", "duration_s"}
+    assert [p["kind"] for p in phases[:3]] == ["forward", "comm", "backward"]  # pp 1: no send, no bubble
+    assert sum(p["duration_s"] for p in phases) == pytest.approx(payload["step_time_s"], rel=1e-6)
+
+
+def test_simulate_json_timeline_has_one_entry_per_pipeline_stage(catalog_db, scenario_file, capsys):
+    data = scenario_dict(parallel={"tp": 8, "pp": 2, "dp": 2}, global_batch=16, nodes=4)
+    call_command("simulate", scenario_file(data), "--json")
+    stages = json.loads(capsys.readouterr().out)["timeline"]["stages"]
+    assert [(stage["stage"], stage["gpus"]) for stage in stages] == [(0, 16), (1, 16)]
+    assert stages[1]["phases"][0]["kind"] == "bubble"  # the last stage waits for the fill
+    assert {p["kind"] for p in stages[0]["phases"]} >= {"forward", "backward", "pp_wait", "bubble"}
 
 
 def test_simulate_search_lists_top_layouts(catalog_db, scenario_file, capsys):

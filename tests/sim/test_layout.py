@@ -62,6 +62,14 @@ def test_layout_rank_gpu_placement_maps_groups():
     np.testing.assert_array_equal(layout.gpu_groups("tp")[0], [15, 14, 13, 12])
 
 
+def test_layout_on_part_of_a_cluster_keeps_tensor_groups_inside_servers():
+    # A job on nodes 1 and 3 of four 8-GPU servers (scenarios.sim.placement's rank -> GPU map).
+    placement = np.concatenate([np.arange(8, 16), np.arange(24, 32)])
+    layout = build_layout(tp=8, pp=2, dp=1, rank_gpu=placement)
+    np.testing.assert_array_equal(layout.gpu_groups("tp"), [np.arange(8, 16), np.arange(24, 32)])
+    np.testing.assert_array_equal(layout.gpu_groups("pp")[0], [8, 24])
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [

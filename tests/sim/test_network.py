@@ -156,6 +156,30 @@ def test_comm_table_rejects_candidates_not_filling_the_fabric():
         comm_table(fabric(4)).time_s("dp", "all_reduce", 1e6, tp=8, pp=1, dp=2)
 
 
+def test_comm_table_on_a_job_placement_matches_comm_model_with_that_placement():
+    from scenarios.sim.placement import job_placement
+
+    fab = fabric(16, su_nodes=4)
+    placement = job_placement(fab, nodes=4, placement="spread")  # one node per scalable unit
+    table = comm_table(fab, rank_gpu=placement.rank_gpu)
+    tp, pp = np.array([8, 4, 1, 2]), np.array([1, 2, 4, 1])
+    dp = placement.world_size // (tp * pp)
+    for kind in ("tp", "pp", "dp"):
+        for op in ("all_reduce", "p2p"):
+            vector = table.time_s(kind, op, 1e8, tp=tp, pp=pp, dp=dp)
+            for c in range(tp.size):
+                layout = build_layout(tp=tp[c], pp=pp[c], dp=dp[c], rank_gpu=placement.rank_gpu)
+                single = comm_model(fab, layout).time_s(kind, op, 1e8)
+                assert vector[c] == pytest.approx(single), (kind, op, c)
+    packed = comm_table(fab, rank_gpu=job_placement(fab, nodes=4).rank_gpu)
+    spread_dp = table.time_s("dp", "all_reduce", 1e9, tp=8, pp=1, dp=4)
+    assert spread_dp > packed.time_s("dp", "all_reduce", 1e9, tp=8, pp=1, dp=4)  # crosses the spines
+    with pytest.raises(ValueError, match="job's GPUs"):
+        table.time_s("dp", "all_reduce", 1e6, tp=8, pp=1, dp=16)
+    with pytest.raises(ValueError, match="rank_gpu"):
+        comm_table(fab, rank_gpu=[0, 0])
+
+
 def test_time_s_buckets_are_back_to_back_collectives():
     model = comm_model(fabric(4), build_layout(tp=1, pp=1, dp=32))
     size = np.array([4e9, 1e9])

@@ -52,6 +52,9 @@ def test_parse_scenario_ignores_measured_block():
         (scenario_dict(what_if={"straggler_spread": 2}), "what_if.straggler_spread: must be ≤"),
         (scenario_dict(what_if={"turbo": True}), "what_if.turbo: unknown field"),
         (scenario_dict(parallel={"ep": 2}), "job.parallel.ep: needs job.model.moe"),
+        (scenario_dict(nodes=0), "job.nodes: must be ≥ 1 (got 0)"),
+        (scenario_dict(placement="round-robin"), "job.placement: must be one of packed, spread"),
+        (scenario_dict(gpus_per_domain=2.5), "job.gpus_per_domain: must be an integer"),
         ({**scenario_dict(), "version": 2}, "version: must be 1 (got 2)"),
     ],
 )
@@ -71,7 +74,28 @@ def test_check_scenario_rejects_unknown_server(catalog):
 
 def test_check_scenario_rejects_gpu_count_mismatch(catalog):
     scenario = parse_scenario(scenario_dict(parallel={"dp": 2}, global_batch=64))
-    with pytest.raises(ScenarioError, match=r"dp × tp × pp × cp must equal the cluster's GPUs \(32\)"):
+    with pytest.raises(
+        ScenarioError,
+        match=r"^job\.parallel: dp × tp × pp × cp must equal the cluster's GPUs \(4 nodes × 8 = 32\)",
+    ):
+        check_scenario(scenario, catalog)
+    on_part = parse_scenario(scenario_dict(parallel={"dp": 4}, global_batch=64, nodes=2))
+    with pytest.raises(
+        ScenarioError, match=r"must equal the job's GPUs \(job\.nodes 2 × 8 = 16\) \(got 4 × 8"
+    ):
+        check_scenario(on_part, catalog)
+
+
+def test_parse_scenario_reads_the_job_placement():
+    job = parse_scenario(scenario_dict()).job
+    assert (job.nodes, job.placement, job.gpus_per_domain) == (None, "packed", None)
+    job = parse_scenario(scenario_dict(nodes=2, placement="spread", gpus_per_domain=8)).job
+    assert (job.nodes, job.placement, job.gpus_per_domain) == (2, "spread", 8)
+
+
+def test_check_scenario_rejects_job_nodes_beyond_the_cluster(catalog):
+    scenario = parse_scenario(scenario_dict(nodes=5))
+    with pytest.raises(ScenarioError, match=r"^job\.nodes: must be ≤ cluster\.nodes \(4\) \(got 5\)$"):
         check_scenario(scenario, catalog)
 
 

@@ -92,3 +92,18 @@ def test_search_layouts_slices_merge_to_the_whole_search(catalog):
     merged = merge_search_results(parts, top_k=6)
     assert merged == whole
     assert all(row["candidate"] >= 0 for row in whole.best)
+
+
+def test_search_layouts_on_part_of_the_cluster_searches_the_job_gpus(catalog, monkeypatch):
+    import scenarios.sim.search as search
+
+    data = scenario_dict(
+        cluster={"nodes": 8}, parallel={"dp": 2}, global_batch=32, nodes=2, placement="spread"
+    )
+    scenario = parse_scenario(data)
+    pruned = search_layouts(scenario, catalog=catalog, fabric=fabric(8), top_k=6)
+    assert pruned.candidates == enumerate_candidates(16, moe=False, global_batch=32)["tp"].size
+    assert all(r["tp"] * r["pp"] * r["dp"] * r["cp"] == 16 for r in pruned.best)
+    monkeypatch.setattr(search, "SHAPES_PER_BATCH", 10**9)
+    exhaustive = search_layouts(scenario, catalog=catalog, fabric=fabric(8), top_k=6)
+    assert [r["step_time_s"] for r in pruned.best] == [r["step_time_s"] for r in exhaustive.best]

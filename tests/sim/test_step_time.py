@@ -16,8 +16,27 @@ def test_predict_breakdown_sums_to_step_time(catalog):
     assert result.step_time_s == pytest.approx(sum(result.breakdown[k] for k in BREAKDOWN_KEYS))
     assert set(result.breakdown) == set(BREAKDOWN_KEYS)
     assert result.breakdown["compute"] > 0 and result.breakdown["tp"] > 0
-    end = result.timeline.start_s[-1] + result.timeline.duration_s[-1]
-    assert end == pytest.approx(result.step_time_s)
+    timeline = result.timeline
+    assert timeline.step_time_s == result.step_time_s
+    for s in range(timeline.n_stages):
+        n = timeline.n_phases[s]
+        ends = timeline.start_s[s, :n] + timeline.duration_s[s, :n]
+        assert timeline.start_s[s, 0] == 0.0
+        np.testing.assert_allclose(timeline.start_s[s, 1:n], ends[:-1], rtol=1e-12)
+        assert ends[-1] == pytest.approx(result.step_time_s, rel=1e-12)
+    assert "timeline" not in result.summary()  # per-stage arrays stay out of the stored summary
+    assert result.to_dict(arrays=False)["timeline"]["stages"][0]["gpus"] == 32
+
+
+def test_predict_uses_the_simulated_schedule_which_equals_the_closed_form(catalog):
+    data = scenario_dict(
+        model={"layers": 16}, parallel={"tp": 8, "pp": 4, "dp": 1, "vpp": 2}, global_batch=16, micro_batch=1
+    )
+    result = predict(parse_scenario(data), catalog=catalog)
+    closed = sum(result.breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    assert result.timeline.pipeline_s == pytest.approx(closed, rel=1e-12)
+    assert abs(result.details["schedule_minus_closed_form_s"]) < 1e-12 * closed
+    assert result.timeline.n_stages == 4 and result.timeline.vpp == 2
 
 
 def test_predict_throughput_figures_are_consistent(catalog):
@@ -39,6 +58,7 @@ def test_predict_arrays_have_fabric_shapes(catalog):
     assert result.link_utilization.shape == (fab.n_links,)
     assert result.rack_link_utilization.shape == (fab.n_racks,)
     assert result.gpu_slowdown.shape == (fab.n_gpus,)
+    assert result.timeline.gpu_stage.shape == (fab.n_gpus,) and np.all(result.timeline.gpu_stage == 0)
     assert np.all(result.link_utilization >= 0) and result.link_utilization.max() > 0
     payload = result.to_dict()
     assert len(payload["link_utilization"]) == fab.n_links

@@ -7,6 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from scenarios.sim import BREAKDOWN_KEYS, MEMORY_KEYS, ScenarioError, load_scenarios, predict, search_layouts
+from scenarios.sim.errors import clip_message
 from topology.fabric.specs import CatalogError
 from topology.selectors import catalog_load
 
@@ -22,15 +23,30 @@ class Command(BaseCommand):
         parser.add_argument("--arrays", action="store_true", help="include per-link/per-GPU arrays in --json")
 
     def handle(self, *args, **options):
+        scenarios = self._load(options["scenario"])
         try:
-            scenarios = load_scenarios(options["scenario"])
             catalog = catalog_load()
             outputs = [self._run(scenario, catalog, options) for scenario in scenarios]
         except (ScenarioError, CatalogError) as exc:
-            raise CommandError(str(exc).splitlines()[0]) from None
+            raise CommandError(clip_message(str(exc))) from None
+        except (RecursionError, MemoryError) as exc:
+            raise CommandError(f"scenario: too large to simulate ({type(exc).__name__})") from None
         if options["json"]:
             payload = outputs[0] if len(outputs) == 1 else outputs
             self.stdout.write(json.dumps(payload, indent=2))
+
+    @staticmethod
+    def _load(path):
+        """The file's scenarios; any bad file is one CommandError line, never a traceback."""
+        try:
+            return load_scenarios(path)
+        except ScenarioError as exc:
+            raise CommandError(clip_message(str(exc))) from None
+        except (RecursionError, MemoryError) as exc:
+            # Last resort: the bounded loader's limits should make these unreachable.
+            raise CommandError(
+                f"file: too deeply nested or too large to read ({type(exc).__name__})"
+            ) from None
 
     def _run(self, scenario, catalog, options):
         if options["search"]:

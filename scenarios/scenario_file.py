@@ -1,0 +1,177 @@
+"""The scenario file of a saved scenario: built from its design's rows and its JSON, and
+validated with the pure core's rules against the catalog in the database.
+
+This is the one door between saved scenarios and the scenario format (``docs/scenario-format.md``):
+services save what it admits, run kinds compute what it returns, the YAML export writes it.
+Errors become ``ValidationError({field path: message})`` where the field path is the scenario
+file's dotted path (``"job.parallel.tp"``, ``"what_if.nic_gbps"``, ``"name"``), so a form shows
+each message next to its field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+#: Keys of a Scenario's ``what_if`` JSON that the web app adds to the file format's ``what_if``.
+WEB_WHAT_IF_KEYS = ("nodes",)
+#: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
+CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch")
+#: What-if keys that ask for another cluster than the saved design (generated like it).
+CLUSTER_WHAT_IFS = ("server", "nic_gbps", "oversubscription", "nodes")
+
+
+def is_generated(design) -> bool:
+    """Whether a design was built by a generator whose parameters can build it again."""
+    from scenarios.sim.scenario import GENERATORS
+
+    params = design.parameters or {}
+    return design.generator in GENERATORS and bool(params.get("server")) and bool(params.get("nodes"))
+
+
+def design_cluster(*, design) -> dict[str, Any]:
+    """The scenario file's ``cluster:`` mapping of a design.
+
+    Generated designs give their generator and parameters; a hand-built design gives its server
+    type and node count (the run then simulates the saved design itself).
+    """
+    from topology.models import Node
+
+    if is_generated(design):
+        params = design.parameters
+        cluster = {"generator": design.generator}
+        cluster.update({k: params[k] for k in CLUSTER_KEYS if params.get(k) is not None})
+        return cluster
+    nodes = Node.objects.filter(rack__hall__design=design)
+    server = nodes.values_list("server_type__slug", flat=True).first()
+    return {"generator": "fat-tree", "server": server or "", "nodes": nodes.count()}
+
+
+def what_if_changes_cluster(scenario, design) -> bool:
+    """Whether a core scenario's what-if asks for a cluster other than the saved design."""
+    w = scenario.what_if
+    if w.server or w.nic_gbps is not None or w.oversubscription is not None:
+        return True
+    return scenario.cluster.nodes != design_cluster(design=design).get("nodes")
+
+
+def _node_index_by_name(design) -> dict[str, int]:
+    from topology.models import Node
+
+    names = Node.objects.filter(rack__hall__design=design).order_by("pk").values_list("name", flat=True)
+    return {name: i for i, name in enumerate(names)}
+
+
+def _resolve_slow_nodes(design, slow_nodes: Any) -> Any:
+    """Node names in ``what_if.slow_nodes`` -> node indices (ints pass through)."""
+    if not isinstance(slow_nodes, list | tuple) or all(isinstance(n, int) for n in slow_nodes):
+        return slow_nodes
+    by_name = _node_index_by_name(design)
+    resolved = []
+    for entry in slow_nodes:
+        if isinstance(entry, str) and not entry.isdigit():
+            if entry not in by_name:
+                message = f"what_if.slow_nodes: unknown node {entry[:40]!r} in design {design}"
+                raise ValidationError({"what_if.slow_nodes": message})
+            resolved.append(by_name[entry])
+        else:
+            resolved.append(int(entry) if isinstance(entry, str) else entry)
+    return resolved
+
+
+def scenario_dict(*, design, name: str, job: Any, what_if: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The scenario file dict (``version: 1``) of a design, a job and web what-if overrides.
+
+    The web-only ``what_if.nodes`` becomes ``cluster.nodes``; node names in
+    ``what_if.slow_nodes`` become indices.
+    """
+    from scenarios.sim.scenario import SCHEMA_VERSION
+
+    cluster = design_cluster(design=design)
+    overrides = dict(what_if or {})
+    if overrides.get("nodes") is not None and overrides["nodes"] != cluster.get("nodes"):
+        cluster["nodes"] = overrides["nodes"]
+        for sized_for_the_design in ("tiers", "su_nodes", "switch"):
+            cluster.pop(sized_for_the_design, None)
+    file_what_if = {k: v for k, v in overrides.items() if k not in WEB_WHAT_IF_KEYS and v is not None}
+    if "slow_nodes" in file_what_if:
+        file_what_if["slow_nodes"] = _resolve_slow_nodes(design, file_what_if["slow_nodes"])
+    out = {"version": SCHEMA_VERSION, "name": name, "cluster": cluster, "job": job}
+    if file_what_if:
+        out["what_if"] = file_what_if
+    return out
+
+
+def scenario_to_dict(*, scenario) -> dict[str, Any]:
+    """The scenario file dict of a saved scenario (what the core, the CLI and YAML export read)."""
+    return scenario_dict(
+        design=scenario.design, name=scenario.name, job=scenario.job, what_if=scenario.what_if
+    )
+
+
+def field_of(message: str) -> str:
+    """The dotted field path a ScenarioError message starts with (``"job.parallel.tp: ..."``)."""
+    head, sep, _ = message.partition(":")
+    if sep and head and " " not in head:
+        return head
+    return "__all__"
+
+
+def _web_field(field: str, what_if: Mapping[str, Any]) -> str:
+    # Cluster errors come from the web what-if overrides (the design itself is valid).
+    if field == "cluster.nodes" and what_if.get("nodes") is not None:
+        return "what_if.nodes"
+    if field == "cluster.server" and what_if.get("server"):
+        return "what_if.server"
+    return field
+
+
+def _check_cluster_what_ifs(design, what_if: Mapping[str, Any]) -> None:
+    """A hand-built design has no generator to build another cluster from: say so at once."""
+    if is_generated(design):
+        return
+    asked = [k for k in CLUSTER_WHAT_IFS if what_if.get(k) not in (None, "")]
+    if asked:
+        key = f"what_if.{asked[0]}"
+        raise ValidationError(
+            {
+                key: f"{key}: the design {design.name!r} was built by hand, so the twin cannot build "
+                "another cluster like it (server, NIC speed, oversubscription and node count what-ifs "
+                "need a generated design)"
+            }
+        )
+
+
+def scenario_check(*, design, name: str, job: Any, what_if: Mapping[str, Any] | None, catalog=None):
+    """Validate a design + job + overrides with the core's rules; return the core ``Scenario``.
+
+    Raises
+    ------
+    ValidationError
+        ``{field path: [message]}``, the path being the scenario file's (``job.parallel.tp``).
+    """
+    from scenarios.sim.scenario import ScenarioError, check_scenario, parse_scenario
+    from topology.selectors import catalog_load
+
+    what_if = dict(what_if or {})
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError({"name": "name: must be a non-empty name"})
+    if len(name) > 120:
+        raise ValidationError({"name": f"name: must be at most 120 characters (got {len(name):,})"})
+    if what_if.get("nodes") is not None and (
+        isinstance(what_if["nodes"], bool) or not isinstance(what_if["nodes"], int) or what_if["nodes"] < 1
+    ):
+        raise ValidationError(
+            {"what_if.nodes": f"what_if.nodes: must be an integer ≥ 1 (got {str(what_if['nodes'])[:40]!r})"}
+        )
+    _check_cluster_what_ifs(design, what_if)
+    data = scenario_dict(design=design, name=name, job=job, what_if=what_if)
+    try:
+        scenario = parse_scenario(data)
+        check_scenario(scenario, catalog or catalog_load())
+    except ScenarioError as exc:
+        message = str(exc)
+        raise ValidationError({_web_field(field_of(message), what_if): message}) from None
+    return scenario
