@@ -111,51 +111,87 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class Throttle:
-    """At most ``rate`` messages per second per run (``key``).
+class RateGate:
+    """The one rate rule of live messages: at most one message per interval; a message that comes
+    too soon waits in the slot of its ``subkey`` (replacing an older pending one of that subkey),
+    and pending slots leave oldest first, one per interval, so the newest value of every subkey
+    always arrives. Not thread-safe and clock-free: its drivers (a thread timer in the publisher,
+    an asyncio task in the consumer) hold the lock and pass the time."""
 
-    A message that comes too soon waits as the pending message of its ``subkey`` (message type
-    and metric), replacing an older pending one of the same subkey; a timer sends the pending
-    messages one per interval, oldest first, so the newest value of every subkey always
-    arrives. A forced message first sends everything pending (keeping the order), then itself.
+    def __init__(self, rate: float = MAX_MESSAGES_PER_S):
+        self.interval_s = 1.001 / rate  # a hair over 1/rate: float sums never fit rate + 1 in a second
+        self.last = -1e9
+        self.pending: dict[Any, Any] = {}
+
+    def offer(self, subkey: Any, item: Any, now: float) -> bool:
+        """True: send ``item`` now. False: it waits (see :meth:`wait_s`)."""
+        if not self.pending and now - self.last >= self.interval_s:
+            self.last = now
+            return True
+        self.pending[subkey] = item
+        return False
+
+    def wait_s(self, now: float) -> float | None:
+        """Seconds until the next pending item may leave (None when nothing waits)."""
+        return max(0.0, self.last + self.interval_s - now) if self.pending else None
+
+    def pop_due(self, now: float) -> Any | None:
+        """The oldest pending item if its turn has come, else None (a timer set for
+        :meth:`wait_s` may fire a rounding error early: that counts as on time)."""
+        if not self.pending or now - self.last < self.interval_s - 1e-9:
+            return None
+        self.last = now
+        return self.pending.pop(next(iter(self.pending)))
+
+    def drain(self, now: float) -> list[Any]:
+        """Every pending item, oldest first (a forced message goes after them)."""
+        items, self.pending = list(self.pending.values()), {}
+        if items:
+            self.last = now
+        return items
+
+
+class Throttle:
+    """At most ``rate`` messages per second per run (``key``), from any thread of a worker: one
+    :class:`RateGate` per run, driven by a timer thread that sends the pending messages. A
+    forced message first sends everything pending (keeping the order), then itself.
     """
 
     def __init__(
         self, rate: float = MAX_MESSAGES_PER_S, sender=None, clock=time.monotonic, timer=threading.Timer
     ):
-        self.interval_s = 1.001 / rate  # a hair over 1/rate: float sums never fit rate + 1 in a second
+        self.rate = rate
+        self.interval_s = RateGate(rate).interval_s
         self.sender = sender or send
         self.clock = clock
         self.timer = timer
         self._lock = threading.Lock()
-        self._last: dict[Any, float] = {}
-        self._pending: dict[Any, dict[Any, tuple[str, dict[str, Any]]]] = {}
+        self._gates: dict[Any, RateGate] = {}
         self._timers: dict[Any, threading.Timer] = {}
+
+    def _gate(self, key: Any) -> RateGate:
+        if key not in self._gates:
+            self._gates[key] = RateGate(self.rate)
+        return self._gates[key]
 
     def publish(
         self, key: Any, subkey: Any, group: str, message: dict[str, Any], *, force: bool = False
     ) -> bool:
         """Send now if allowed (or forced), else keep it pending. Returns whether it was sent now."""
         if force:
-            self.flush(key)
-            with self._lock:
-                self._last[key] = self.clock()
-            self.sender(group, message)
+            self.flush(key, then=(group, message))
             return True
         with self._lock:
+            gate = self._gate(key)
             now = self.clock()
-            pending = self._pending.setdefault(key, {})
-            wait = self._last.get(key, -1e9) + self.interval_s - now
-            if wait > 0 or pending:
-                pending[subkey] = (group, message)
-                self._schedule(key, max(wait, 0.0))
+            if not gate.offer(subkey, (group, message), now):
+                self._schedule(key, gate.wait_s(now))
                 return False
-            self._last[key] = now
         self.sender(group, message)
         return True
 
-    def _schedule(self, key: Any, wait_s: float) -> None:
-        if key not in self._timers:
+    def _schedule(self, key: Any, wait_s: float | None) -> None:
+        if wait_s is not None and key not in self._timers:
             timer = self.timer(wait_s, self._tick, args=(key,))
             timer.daemon = True
             self._timers[key] = timer
@@ -164,26 +200,26 @@ class Throttle:
     def _tick(self, key: Any) -> None:
         with self._lock:
             self._timers.pop(key, None)
-            pending = self._pending.get(key)
-            if not pending:
-                return
-            first = next(iter(pending))
-            group, message = pending.pop(first)
-            self._last[key] = self.clock()
-            if pending:
-                self._schedule(key, self.interval_s)
-        self.sender(group, message)
+            gate = self._gate(key)
+            now = self.clock()
+            item = gate.pop_due(now)
+            self._schedule(key, gate.wait_s(now))
+        if item is not None:
+            self.sender(*item)
 
-    def flush(self, key: Any) -> None:
-        """Send every pending message of ``key`` now, oldest first."""
+    def flush(self, key: Any, then: tuple[str, dict[str, Any]] | None = None) -> None:
+        """Send every pending message of ``key`` now, oldest first (then ``then``)."""
         with self._lock:
             timer = self._timers.pop(key, None)
             if timer is not None:
                 timer.cancel()
-            pending = self._pending.pop(key, {})
-            if pending:
-                self._last[key] = self.clock()
-        for group, message in pending.values():
+            gate = self._gate(key)
+            now = self.clock()
+            items = gate.drain(now)
+            if then is not None:
+                gate.last = now
+                items.append(then)
+        for group, message in items:
             self.sender(group, message)
 
 

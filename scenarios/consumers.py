@@ -22,13 +22,13 @@ CLOSE_NOT_FOUND = 4404
 
 
 class Relay:
-    """Send messages through ``send`` at most ``rate`` per second, coalescing by subkey."""
+    """Send messages through ``send`` at most ``rate`` per second per connection, whatever the
+    number of workers publishing: the publisher's :class:`~scenarios.broadcast.RateGate`,
+    driven by an asyncio task. Progress and partials coalesce by subkey; status goes at once."""
 
     def __init__(self, send, rate: float = broadcast.MAX_MESSAGES_PER_S):
         self.send = send
-        self.interval_s = 1.001 / rate
-        self.last = -1e9
-        self.pending: dict[Any, dict[str, Any]] = {}
+        self.gate = broadcast.RateGate(rate)
         self.task: asyncio.Task | None = None
 
     @staticmethod
@@ -41,35 +41,25 @@ class Relay:
             await self.flush()
             await self.send(message)
             return
-        now = asyncio.get_running_loop().time()
-        if not self.pending and now - self.last >= self.interval_s:
-            self.last = now
+        if self.gate.offer(self.subkey(message), message, asyncio.get_running_loop().time()):
             await self.send(message)
-            return
-        self.pending[self.subkey(message)] = message
-        if self.task is None or self.task.done():
+        elif self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()
-        while self.pending:
-            await asyncio.sleep(max(0.0, self.last + self.interval_s - loop.time()))
-            if not self.pending:
-                return
-            key = next(iter(self.pending))
-            message = self.pending.pop(key)
-            self.last = loop.time()
-            await self.send(message)
+        while (wait := self.gate.wait_s(loop.time())) is not None:
+            await asyncio.sleep(wait)
+            message = self.gate.pop_due(loop.time())
+            if message is not None:
+                await self.send(message)
 
     async def flush(self) -> None:
         if self.task is not None and not self.task.done():
             self.task.cancel()
         self.task = None
-        pending, self.pending = list(self.pending.values()), {}
-        for message in pending:
+        for message in self.gate.drain(asyncio.get_running_loop().time()):
             await self.send(message)
-        if pending:
-            self.last = asyncio.get_running_loop().time()
 
     def close(self) -> None:
         if self.task is not None and not self.task.done():

@@ -360,13 +360,18 @@ class ScenarioImportForm(forms.Form):
         self.fields["design"].queryset = designs
 
     def clean(self):
+        from scenarios.sim.yamlsafe import MAX_BYTES
+
         data = super().clean()
         upload = data.get("file")
         if upload:
-            try:
-                data["text"] = upload.read().decode("utf-8")
-            except UnicodeDecodeError:
-                self.add_error("file", "must be UTF-8 text")
-        if not (data.get("text") or "").strip() and not self.errors:
+            if upload.size > MAX_BYTES:
+                self.add_error(
+                    "file", f"file: must be at most {MAX_BYTES:,} bytes (got {upload.size:,} bytes)"
+                )
+                return data
+            # The bytes go to the loader as they are: it checks the encoding and names the offset.
+            data["text"] = upload.read(MAX_BYTES + 1)
+        if not data.get("text") and not self.errors:
             self.add_error("text", "upload a file or paste the YAML")
         return data

@@ -15,6 +15,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from scenarios.sim.errors import preview
+
 #: Keys of a Scenario's ``what_if`` JSON that the web app adds to the file format's ``what_if``.
 WEB_WHAT_IF_KEYS = ("nodes",)
 #: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
@@ -73,7 +75,7 @@ def _resolve_slow_nodes(design, slow_nodes: Any) -> Any:
     for entry in slow_nodes:
         if isinstance(entry, str) and not entry.isdigit():
             if entry not in by_name:
-                message = f"what_if.slow_nodes: unknown node {entry[:40]!r} in design {design}"
+                message = f"what_if.slow_nodes: unknown node {preview(entry)} in design {design}"
                 raise ValidationError({"what_if.slow_nodes": message})
             resolved.append(by_name[entry])
         else:
@@ -164,7 +166,7 @@ def scenario_check(*, design, name: str, job: Any, what_if: Mapping[str, Any] | 
         isinstance(what_if["nodes"], bool) or not isinstance(what_if["nodes"], int) or what_if["nodes"] < 1
     ):
         raise ValidationError(
-            {"what_if.nodes": f"what_if.nodes: must be an integer ≥ 1 (got {str(what_if['nodes'])[:40]!r})"}
+            {"what_if.nodes": f"what_if.nodes: must be an integer ≥ 1 (got {preview(what_if['nodes'])})"}
         )
     _check_cluster_what_ifs(design, what_if)
     data = scenario_dict(design=design, name=name, job=job, what_if=what_if)

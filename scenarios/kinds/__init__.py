@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.kinds.base import Figure, RunKind, RunOutput
 from scenarios.kinds.context import RunContext
+from scenarios.sim.errors import preview
 
 __all__ = ["Figure", "RunContext", "RunKind", "RunOutput", "kind_choices", "registry", "run_kind"]
 
@@ -45,7 +46,7 @@ def run_kind(name: str) -> RunKind:
         return kinds[name]
     except (KeyError, TypeError):
         raise ValidationError(
-            {"kind": f"kind: must be one of {', '.join(kinds)} (got {str(name)[:40]!r})"}
+            {"kind": f"kind: must be one of {', '.join(kinds)} (got {preview(name)})"}
         ) from None
 
 

@@ -17,6 +17,8 @@ import numpy as np
 from django import forms
 from django.core.exceptions import ValidationError
 
+from scenarios.sim.errors import preview
+
 
 @dataclass(frozen=True)
 class Figure:
@@ -73,7 +75,7 @@ def reject_unknown_options(options: dict[str, Any], known: set[str]) -> None:
 def int_option(options: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
     value = options.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise options_error(key, f"must be an integer from {lo} to {hi:,} (got {str(value)[:40]!r})")
+        raise options_error(key, f"must be an integer from {lo} to {hi:,} (got {preview(value)})")
     return value
 
 

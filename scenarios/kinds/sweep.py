@@ -26,6 +26,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
 )
 from scenarios.scenario_file import is_generated
+from scenarios.sim.errors import preview
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768
@@ -82,7 +83,7 @@ class SweepKind(RunKind):
             )
         batch = options.get("batch", "fixed")
         if batch not in ("fixed", "scaled"):
-            raise options_error("batch", f"must be fixed or scaled (got {str(batch)[:40]!r})")
+            raise options_error("batch", f"must be fixed or scaled (got {preview(batch)})")
         nodes = options.get("nodes")
         if nodes is None:
             from topology.selectors import catalog_load
@@ -97,7 +98,7 @@ class SweepKind(RunKind):
         ):
             raise options_error(
                 "nodes",
-                f"must be a list of node counts from 1 to {MAX_SWEEP_NODES:,} (got {str(nodes)[:60]})",
+                f"must be a list of node counts from 1 to {MAX_SWEEP_NODES:,} (got {preview(nodes)})",
             )
         nodes = sorted(set(nodes))
         if len(nodes) > MAX_SWEEP_POINTS:
@@ -105,7 +106,7 @@ class SweepKind(RunKind):
         tokens = options.get("tokens", scenario.job.tokens or DEFAULT_SWEEP_TOKENS)
         if isinstance(tokens, bool) or not isinstance(tokens, int | float) or not 0 < tokens <= 1e18:
             raise options_error(
-                "tokens", f"must be a number of tokens from 1 to 1e18 (got {str(tokens)[:40]})"
+                "tokens", f"must be a number of tokens from 1 to 1e18 (got {preview(tokens)})"
             )
         return {
             "nodes": nodes,

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import design_cluster, field_of, scenario_check, scenario_to_dict
+from scenarios.sim.errors import clip_message
 from twin.permissions import CHANGE, require, restrict
 
 
@@ -93,33 +94,39 @@ def scenario_to_yaml(*, scenario: Scenario) -> str:
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
-def scenario_from_yaml(*, text: str, design=None, user) -> Scenario:
-    """Import a scenario file.
+def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
+    """Import a scenario file (text, or the bytes of an upload).
 
-    With ``design`` the file's job and what-if are saved on that design (its ``cluster:`` is
-    replaced by the design's; a different ``cluster.nodes`` is kept as the ``nodes`` override).
-    Without, the file's cluster is generated and saved as a new design of the first team in
-    which the user may change designs, then the scenario is saved on it.
+    The file goes through the bounded loader every door uses (``scenarios.sim.yamlsafe``: size,
+    depth, aliases, duplicate keys, numbers and encoding checked while parsing, so one hostile
+    file can neither stall the server nor echo megabytes back). With ``design`` the file's job and
+    what-if are saved on that design (its ``cluster:`` is replaced by the design's; a different
+    ``cluster.nodes`` is kept as the ``nodes`` override). Without, the file's cluster is generated
+    and saved as a new design of the first team in which the user may change designs.
 
     Raises
     ------
     ValidationError
-        ``{"yaml": ...}`` for unreadable text, else field paths as ``scenario_create``.
+        The field path of the first problem (``yaml`` for the file itself), as ``scenario_create``.
     """
     from scenarios.sim.scenario import ScenarioError, parse_scenario
+    from scenarios.sim.yamlsafe import load_yaml
 
     if design is not None:
         require(design, user, CHANGE)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError({"yaml": f"yaml: not valid YAML ({exc.__class__.__name__})"}) from None
-    if isinstance(data, Mapping) and isinstance(data.get("scenarios"), list) and data["scenarios"]:
-        data = data["scenarios"][0]
-    try:
+        data = load_yaml(text, source="yaml")
+        if isinstance(data, Mapping) and "scenarios" in data:
+            entries = data["scenarios"]
+            if not isinstance(entries, list) or not entries:
+                raise ScenarioError("scenarios: must be a non-empty list of scenarios")
+            data = entries[0]
+        if data is None:
+            raise ScenarioError("yaml: the file holds no scenario (it is empty or only comments)")
         parsed = parse_scenario(data)
     except ScenarioError as exc:
-        raise ValidationError({field_of(str(exc)): str(exc)}) from None
+        message = clip_message(str(exc))
+        raise ValidationError({field_of(message): message}) from None
     what_if = dict(data.get("what_if") or {})
     if design is None:
         design = _design_for_cluster(parsed, user)

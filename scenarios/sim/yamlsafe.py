@@ -12,7 +12,8 @@ bool and None. Plain scalars resolve as in PyYAML (YAML 1.1 ints and bools) exce
 stay strings and ``1e12`` (YAML 1.2 exponent without a dot or sign) is a float. Every refusal
 raises :class:`ScenarioError` with one line: ``<field path>: <problem>`` for a value,
 ``<source>: line N, column M: <problem>`` for the text. The libyaml parser and the pure-Python
-one give the same data and the same refusals.
+one give the same data and the same refusals (a syntax error: the same line, in each parser's
+own words).
 """
 
 from __future__ import annotations
@@ -277,8 +278,8 @@ class BoundedPythonLoader(_BoundedLoading, yaml.SafeLoader):
     """The bounded loader on PyYAML's pure-Python parser."""
 
     def fetch_flow_collection_start(self, TokenClass) -> None:
-        # The scanner reads ahead of the events through runs of '[' / '{' (possible simple
-        # keys), so stop '[[[[...' here, before it tokenizes a megabyte of them.
+        # The scanner runs ahead of the events over '[[[[...' (each '[' may start a simple key),
+        # so stop at the 65th '[' here rather than after scanning all of them.
         if self.flow_level >= self.max_depth:
             raise self._depth_error(self.get_mark())
         super().fetch_flow_collection_start(TokenClass)

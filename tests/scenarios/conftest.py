@@ -3,6 +3,8 @@ them live in tests/conftest.py, shared with the topology and twin tests)."""
 
 from __future__ import annotations
 
+import pytest
+
 #: A GPT-like 1.3B job for 4 DGX H100 nodes (32 GPUs): tp 8 within a server, dp 4.
 SMALL_JOB = {
     "model": {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 51200, "seq_len": 2048},
@@ -21,3 +23,17 @@ def make_design(*, team, user, name="H100 x4", nodes=4, server="dgx-h100", gener
 
     plan = generate(generator, catalog=catalog_load(), server=server, nodes=nodes)
     return design_create_from_plan(plan=plan, name=name, team=team, user=user)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """One real Celery worker for the session, consuming the default queue (Redis broker, the
+    test PostgreSQL database)."""
+    from tests.scenarios.integration import Worker, database_url_of_test_db, redis_url
+
+    redis_url()
+    with django_db_blocker.unblock():
+        database_url_of_test_db()
+        worker = Worker(name="tasks")
+    yield worker
+    worker.stop()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+TOY_KIND = "tests.scenarios.toy_kind"
 
 
 def required() -> bool:
@@ -55,6 +56,9 @@ class Worker:
             "REDIS_URL": redis_url(),
             "DJANGO_SETTINGS_MODULE": "twin.settings",
             "LOG_LEVEL": "WARNING",
+            # the test suite's plug-in kind (tests/scenarios/toy_kind.py), registered the way any
+            # installation adds one
+            "TWIN_EXTRA_RUN_KINDS": TOY_KIND,
         }
         self.log_path = Path(f"/tmp/twin-test-worker-{name}-{os.getpid()}.log")
         self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())

@@ -16,24 +16,13 @@ from django.db import transaction
 from scenarios import queue, services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
-from tests.scenarios.integration import Worker, database_url_of_test_db, redis_url
+from tests.scenarios.integration import Worker
 from topology.fabric.jsonsafe import json_safe
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 #: A sweep that keeps one worker busy for a few seconds (generating clusters up to 16,384 nodes).
 SLOW_SWEEP = {"nodes": [2048, 3072, 4096, 6144, 8192, 12288, 16384], "batch": "scaled", "chunk_size": 64}
-
-
-@pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
-    """One worker for the session, consuming the default queue."""
-    redis_url()
-    with django_db_blocker.unblock():
-        database_url_of_test_db()
-        worker = Worker(name="tasks")
-    yield worker
-    worker.stop()
 
 
 @pytest.fixture
