@@ -1,10 +1,11 @@
 """Forms of the scenarios app: the scenario editor (job + what-if) and the YAML import (each run
 kind declares its own options form in ``scenarios.kinds``).
 
-The scenario form is flat (one input per setting) and knows the scenario-file path of every
-field (``FIELD_PATHS``), so a ``ValidationError`` from ``scenario_create``/``scenario_update``
-keyed ``job.parallel.tp`` (or a message starting ``job.parallel.tp: ...``) lands next to the
-``tp`` input.
+The scenario form is built from the scenario format's own declarations
+(``scenarios.sim.schema``): one input per field with the format's label, help and bounds, and the
+scenario-file path of every input, so a ``ValidationError`` keyed ``job.parallel.tp`` (or a
+message starting ``job.parallel.tp: ...``) from the services lands next to the ``tp`` input. The
+rules themselves stay in the core: the form only shapes the data.
 """
 
 from __future__ import annotations
@@ -14,259 +15,176 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios.sim.scenario import (
-    ATTENTION_KINDS,
-    ECMP_MODES,
-    MLP_KINDS,
-    PRECISIONS,
-    RECOMPUTE_MODES,
-)
+from scenarios.sim import power_spec, schema
+from scenarios.sim.fields import Field, Section
 
-#: Form field -> path in the scenario file (``job.*`` or ``what_if.*``).
-FIELD_PATHS: dict[str, str] = {
-    "layers": "job.model.layers",
-    "hidden": "job.model.hidden",
-    "heads": "job.model.heads",
-    "kv_heads": "job.model.kv_heads",
-    "ffn_hidden": "job.model.ffn_hidden",
-    "vocab": "job.model.vocab",
-    "seq_len": "job.model.seq_len",
-    "mlp": "job.model.mlp",
-    "moe_experts": "job.model.moe.experts",
-    "moe_top_k": "job.model.moe.top_k",
-    "moe_expert_ffn_hidden": "job.model.moe.expert_ffn_hidden",
-    "global_batch": "job.global_batch",
-    "micro_batch": "job.micro_batch",
-    "tp": "job.parallel.tp",
-    "pp": "job.parallel.pp",
-    "dp": "job.parallel.dp",
-    "cp": "job.parallel.cp",
-    "ep": "job.parallel.ep",
-    "vpp": "job.parallel.vpp",
-    "recompute": "job.recompute",
-    "precision": "job.precision",
-    "zero": "job.zero",
-    "tokens": "job.tokens",
-    "attention": "job.attention",
-    "overlap_dp": "job.overlap_dp",
+#: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
+#: only when one of its inputs is filled in.
+FORM_SECTIONS: tuple[Section, ...] = (
+    schema.MODEL,
+    schema.MOE,
+    schema.JOB,
+    schema.PARALLEL,
+    schema.WHAT_IF,
+    power_spec.POWER,
+    power_spec.POWER_GPU,
+    power_spec.POWER_STORAGE,
+)
+OPTIONAL_SECTIONS = ("job.model.moe",)
+#: The scenario file's sections the form fills (each a JSON field of ``Scenario``).
+FILE_SECTIONS = ("job", "what_if", "power")
+#: Slug fields and the catalog list their choices come from.
+CATALOG_CHOICES = {"server": "servers", "gpu": "gpus"}
+#: Where errors about a whole section or a derived rule go (the core names the section).
+PATH_ALIASES = {
+    "job.parallel": "job.parallel.dp",
+    "job.model.moe": "job.model.moe.experts",
+    "cluster.server": "what_if.server",
+    "cluster.nodes": "what_if.nodes",
     "gpu": "what_if.gpu",
-    "server": "what_if.server",
-    "nodes": "what_if.nodes",
-    "nic_gbps": "what_if.nic_gbps",
-    "oversubscription": "what_if.oversubscription",
-    "straggler_spread": "what_if.straggler_spread",
-    "slow_nodes": "what_if.slow_nodes",
-    "slow_node_factor": "what_if.slow_node_factor",
-    "steps": "what_if.steps",
-    "seed": "what_if.seed",
-    "ecmp": "what_if.ecmp",
 }
-PATH_FIELDS = {path: name for name, path in FIELD_PATHS.items()}
-# Aliases the core uses for whole sections or derived checks.
-PATH_FIELDS.update(
-    {
-        "job.parallel": "dp",
-        "job.model.moe": "moe_experts",
-        "cluster.server": "server",
-        "cluster.nodes": "nodes",
-        "gpu": "gpu",
+
+
+def _form_names() -> dict[str, str]:
+    """Scenario path -> input name: the key, or ``<section>_<key>`` where two sections share it."""
+    fields = [(section, f) for section in FORM_SECTIONS for f in section.fields if f.web]
+    counts: dict[str, int] = {}
+    for _, f in fields:
+        counts[f.key] = counts.get(f.key, 0) + 1
+    return {
+        f"{section.path}.{f.key}": f.key if counts[f.key] == 1 else f"{section.path.split('.')[-1]}_{f.key}"
+        for section, f in fields
     }
-)
-
-FIELDSETS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "Model",
-        (
-            "layers",
-            "hidden",
-            "heads",
-            "kv_heads",
-            "ffn_hidden",
-            "vocab",
-            "seq_len",
-            "mlp",
-            "moe_experts",
-            "moe_top_k",
-            "moe_expert_ffn_hidden",
-        ),
-    ),
-    (
-        "Batch and parallelism",
-        (
-            "global_batch",
-            "micro_batch",
-            "tp",
-            "pp",
-            "dp",
-            "cp",
-            "ep",
-            "vpp",
-            "recompute",
-            "precision",
-            "zero",
-            "attention",
-            "overlap_dp",
-            "tokens",
-        ),
-    ),
-    (
-        "What if",
-        (
-            "server",
-            "gpu",
-            "nodes",
-            "nic_gbps",
-            "oversubscription",
-            "straggler_spread",
-            "slow_nodes",
-            "slow_node_factor",
-            "steps",
-            "seed",
-            "ecmp",
-        ),
-    ),
-)
-
-_BLANK = [("", "default")]
 
 
-def _choices(values) -> list[tuple[str, str]]:
-    return [(v, v) for v in values]
+FIELD_PATHS: dict[str, str] = {name: path for path, name in _form_names().items()}
+"""Input name -> scenario path (``"tp"`` -> ``"job.parallel.tp"``)."""
+PATH_FIELDS = {path: name for name, path in FIELD_PATHS.items()}
+FIELD_SPECS: dict[str, Field] = {
+    PATH_FIELDS[f"{section.path}.{f.key}"]: f for section in FORM_SECTIONS for f in section.fields if f.web
+}
 
 
-def _int(label: str, *, required: bool = True, min_value: int = 1, help_text: str = "") -> forms.IntegerField:
-    return forms.IntegerField(label=label, required=required, min_value=min_value, help_text=help_text)
+def _help(field: Field) -> str:
+    bounds = ""
+    if field.kind in ("int", "float") and (field.lo is not None or field.hi is not None):
+        lo = "" if field.lo is None else f"{'>' if field.lo_open else '≥'} {field.lo:g}"
+        hi = "" if field.hi is None else f"≤ {field.hi:,.0f}" if field.hi >= 1e6 else f"≤ {field.hi:g}"
+        bounds = ", ".join(b for b in (lo, hi) if b)
+    parts = [p for p in (field.help, field.unit, bounds) if p]
+    return " · ".join(parts)
+
+
+def _default_label(field: Field) -> str:
+    return f"default ({field.default})" if field.default not in (None, "", ()) else "default"
+
+
+def form_field(field: Field, *, catalog_choices: dict[str, list[str]]) -> forms.Field:
+    """The Django input of one scenario field (validation is the core's; this only shapes it)."""
+    common = {"label": field.label, "required": False, "help_text": _help(field)}
+    if field.kind == "int":
+        return forms.IntegerField(**common)
+    if field.kind == "float":
+        return forms.FloatField(**common)
+    if field.kind == "choice":
+        return forms.ChoiceField(
+            choices=[("", _default_label(field)), *((c, c) for c in field.choices)], **common
+        )
+    if field.kind == "bool":
+        return forms.BooleanField(initial=field.default, **common)
+    if field.kind == "slug":
+        slugs = catalog_choices.get(CATALOG_CHOICES.get(field.key, ""), [])
+        return forms.ChoiceField(choices=[("", "the design's"), *((c, c) for c in slugs)], **common)
+    return forms.CharField(**common)  # indices (a comma-separated list), text
 
 
 class ScenarioForm(forms.Form):
-    """A scenario: name, job and what-if overrides (blank what-if fields keep the design's value)."""
+    """A scenario: name, description, job and what-if overrides (blank inputs keep the design's
+    or the format's default)."""
 
     name = forms.CharField(max_length=120)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    layers = _int("Layers")
-    hidden = _int("Hidden size")
-    heads = _int("Attention heads")
-    kv_heads = _int("KV heads", required=False, help_text="blank = heads (no GQA)")
-    ffn_hidden = _int("FFN hidden", required=False, help_text="blank = 4 × hidden")
-    vocab = _int("Vocabulary")
-    seq_len = _int("Sequence length")
-    mlp = forms.ChoiceField(label="MLP", required=False, choices=_BLANK + _choices(MLP_KINDS))
-    moe_experts = _int("MoE experts", required=False, help_text="blank = dense model")
-    moe_top_k = _int("MoE top-k", required=False)
-    moe_expert_ffn_hidden = _int("Expert FFN hidden", required=False)
-
-    global_batch = _int("Global batch (sequences)")
-    micro_batch = _int("Micro batch")
-    tp = _int("Tensor parallel (tp)")
-    pp = _int("Pipeline parallel (pp)")
-    dp = _int("Data parallel (dp)")
-    cp = _int("Context parallel (cp)", required=False)
-    ep = _int("Expert parallel (ep)", required=False)
-    vpp = _int("Virtual stages (vpp)", required=False)
-    recompute = forms.ChoiceField(
-        required=False, choices=[("", "default (none)"), *_choices(RECOMPUTE_MODES)]
-    )
-    precision = forms.ChoiceField(required=False, choices=[("", "default (bf16)"), *_choices(PRECISIONS)])
-    zero = forms.IntegerField(
-        label="ZeRO stage", required=False, min_value=0, max_value=3, help_text="blank = 0"
-    )
-    attention = forms.ChoiceField(required=False, choices=_BLANK + _choices(ATTENTION_KINDS))
-    overlap_dp = forms.BooleanField(label="Overlap DP communication", required=False, initial=True)
-    tokens = forms.FloatField(
-        label="Training tokens", required=False, min_value=1, help_text="for time-to-train, e.g. 1e12"
-    )
-
-    server = forms.ChoiceField(label="Server type", required=False)
-    gpu = forms.ChoiceField(label="GPU type", required=False)
-    nodes = _int("Node count", required=False, help_text="blank = the design's nodes")
-    nic_gbps = forms.FloatField(label="NIC speed (Gb/s)", required=False, min_value=1)
-    oversubscription = forms.FloatField(
-        label="Fabric oversubscription", required=False, min_value=1, help_text="e.g. 2 for 2:1"
-    )
-    straggler_spread = forms.FloatField(
-        label="Straggler spread",
-        required=False,
-        min_value=0,
-        max_value=0.9,
-        help_text="σ of per-GPU speed, 0–0.9",
-    )
-    slow_nodes = forms.CharField(
-        label="Slow nodes", required=False, help_text="node indices or names, comma separated"
-    )
-    slow_node_factor = forms.FloatField(label="Slow-node factor", required=False, min_value=1)
-    steps = _int("Steps simulated", required=False)
-    seed = _int("Seed", required=False, min_value=0)
-    ecmp = forms.ChoiceField(label="ECMP", required=False, choices=_BLANK + _choices(ECMP_MODES))
-
     def __init__(self, *args, catalog_choices: dict[str, list[str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        catalog_choices = catalog_choices or {}
-        self.fields["server"].choices = _BLANK + _choices(catalog_choices.get("servers", []))
-        self.fields["gpu"].choices = _BLANK + _choices(catalog_choices.get("gpus", []))
-        for name, field in self.fields.items():
-            if name in FIELD_PATHS:
-                field.widget.attrs.setdefault("data-path", FIELD_PATHS[name])
+        for name, field in FIELD_SPECS.items():
+            self.fields[name] = form_field(field, catalog_choices=catalog_choices or {})
+            self.fields[name].widget.attrs["data-path"] = FIELD_PATHS[name]
 
     def fieldsets(self):
-        """(legend, [bound fields]) for the template."""
-        return [(legend, [self[name] for name in names]) for legend, names in FIELDSETS]
-
-    def clean_slow_nodes(self) -> list[int | str]:
-        text = self.cleaned_data.get("slow_nodes") or ""
-        out: list[int | str] = []
-        for item in (part.strip() for part in text.replace(";", ",").split(",")):
-            if not item:
-                continue
-            out.append(int(item) if item.isdigit() else item)
-        return out
+        """(legend, [bound fields]) for the template, one per section."""
+        return [
+            (section.label, [self[PATH_FIELDS[f"{section.path}.{f.key}"]] for f in section.fields if f.web])
+            for section in FORM_SECTIONS
+        ]
 
     def clean(self):
         data = super().clean()
-        moe = [data.get(k) for k in ("moe_experts", "moe_top_k")]
-        if any(v is not None for v in moe) and not all(v is not None for v in moe):
-            self.add_error("moe_top_k" if moe[0] else "moe_experts", "MoE needs both experts and top-k")
+        for name, field in FIELD_SPECS.items():
+            if field.kind == "indices":
+                data[name] = _indices(data.get(name) or "")
+        for path in OPTIONAL_SECTIONS:
+            section = next(s for s in FORM_SECTIONS if s.path == path)
+            names = [PATH_FIELDS[f"{path}.{f.key}"] for f in section.fields if f.web]
+            given = [n for n in names if data.get(n) not in (None, "")]
+            if given:
+                for f in section.fields:
+                    name = PATH_FIELDS[f"{path}.{f.key}"]
+                    if f.required and data.get(name) in (None, ""):
+                        self.add_error(name, f"{section.label} needs {f.label.lower()} too")
         return data
 
     # --- to and from the scenario's JSON ----------------------------------------------------
 
     def job(self) -> dict[str, Any]:
-        """The scenario file's ``job:`` mapping from the cleaned data (blank fields omitted)."""
-        return _nest({k: v for k, v in self._values().items() if FIELD_PATHS[k].startswith("job.")}, "job.")
+        """The scenario file's ``job:`` mapping from the cleaned data (blank inputs omitted)."""
+        return _nest(self._values(), "job.")
 
     def what_if(self) -> dict[str, Any]:
-        """The ``what_if:`` mapping (blank fields omitted: the design's values apply)."""
-        return _nest(
-            {k: v for k, v in self._values().items() if FIELD_PATHS[k].startswith("what_if.")}, "what_if."
-        )
+        """The ``what_if:`` mapping (blank inputs omitted: the design's values apply)."""
+        return _nest(self._values(), "what_if.")
+
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """Every file section the form fills: ``{"job": ..., "what_if": ..., "power": ...}``."""
+        values = self._values()
+        return {key: _nest(values, f"{key}.") for key in FILE_SECTIONS}
 
     def _values(self) -> dict[str, Any]:
         out = {}
-        for name in FIELD_PATHS:
+        for name, field in FIELD_SPECS.items():
             value = self.cleaned_data.get(name)
-            if value in (None, "", []):
+            if field.kind == "bool":
+                if value != field.default:
+                    out[name] = bool(value)
                 continue
-            if name == "overlap_dp" and value is True:
-                continue  # the default
-            out[name] = value
-        if "overlap_dp" not in out and not self.cleaned_data.get("overlap_dp", True):
-            out["overlap_dp"] = False
+            if value not in (None, "", []):
+                out[name] = value
         return out
 
     @classmethod
     def initial_from(
-        cls, *, name: str, job: dict[str, Any], what_if: dict[str, Any], description: str = ""
+        cls,
+        *,
+        name: str,
+        job: dict[str, Any],
+        what_if: dict[str, Any],
+        description: str = "",
+        **sections: dict[str, Any],
     ) -> dict[str, Any]:
-        """Initial form values from a scenario's ``job`` and ``what_if`` JSON."""
-        flat = _flatten({"job": job or {}, "what_if": what_if or {}})
+        """Initial form values from a scenario's ``job``, ``what_if`` (and other sections') JSON."""
+        flat = _flatten(
+            {"job": job or {}, "what_if": what_if or {}, **{k: v or {} for k, v in sections.items()}}
+        )
         initial: dict[str, Any] = {"name": name, "description": description}
-        for field, path in FIELD_PATHS.items():
+        for field_name, path in FIELD_PATHS.items():
+            spec = FIELD_SPECS[field_name]
             if path in flat:
                 value = flat[path]
-                if field == "slow_nodes":
+                if spec.kind == "indices":
                     value = ", ".join(str(v) for v in value)
-                initial[field] = value
-        initial.setdefault("overlap_dp", True)
+                initial[field_name] = value
+            elif spec.kind == "bool":
+                initial[field_name] = spec.default
         return initial
 
     def add_service_errors(self, error: ValidationError) -> None:
@@ -289,13 +207,26 @@ class ScenarioForm(forms.Form):
             self.add_error(field, message.split(": ", 1)[1] if message.startswith(f"{path}: ") else message)
 
 
+def _indices(text: str) -> list[int | str]:
+    """A comma-separated list of node indices or names (names are resolved on the design)."""
+    out: list[int | str] = []
+    for item in (part.strip() for part in str(text).replace(";", ",").split(",")):
+        if item:
+            out.append(int(item) if item.isdigit() else item)
+    return out
+
+
 def _field_for_path(path: str) -> str | None:
-    """The form field of a scenario path (the longest known prefix: job.model.moe.top_k -> moe_top_k)."""
+    """The input of a scenario path (the longest known prefix: job.model.moe.top_k -> top_k)."""
     if path in ("name", "description"):
         return path
+    path = PATH_ALIASES.get(path, path)
     parts = path.split(".")
     while parts:
         candidate = ".".join(parts)
+        if candidate in PATH_FIELDS:
+            return PATH_FIELDS[candidate]
+        candidate = PATH_ALIASES.get(candidate, candidate)
         if candidate in PATH_FIELDS:
             return PATH_FIELDS[candidate]
         parts.pop()
@@ -304,8 +235,11 @@ def _field_for_path(path: str) -> str | None:
 
 def _nest(values: dict[str, Any], prefix: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for field, value in values.items():
-        keys = FIELD_PATHS[field][len(prefix) :].split(".")
+    for field_name, value in values.items():
+        path = FIELD_PATHS[field_name]
+        if not path.startswith(prefix):
+            continue
+        keys = path[len(prefix) :].split(".")
         target = out
         for key in keys[:-1]:
             target = target.setdefault(key, {})

@@ -28,9 +28,9 @@ def default_list():
 class Scenario(models.Model):
     """A what-if question about one design: a training job plus overrides.
 
-    ``job`` is the scenario file's ``job:`` mapping. ``what_if`` is its ``what_if:`` mapping
-    plus one web-only key, ``nodes`` (run the job on a cluster of that many servers generated
-    like the design); ``slow_nodes`` may list node indices or node names (``node00012``).
+    ``job``, ``what_if``, ``failures`` and ``power`` are the scenario file's sections of those
+    names (``docs/scenario-format.md``); the cluster is the design's. ``what_if.slow_nodes`` may
+    list node names (``node00012``) besides indices.
     """
 
     name = models.CharField(max_length=120)
@@ -38,6 +38,8 @@ class Scenario(models.Model):
     design = models.ForeignKey("topology.Design", on_delete=models.CASCADE, related_name="scenarios")
     job = models.JSONField(default=default_dict)
     what_if = models.JSONField(default=default_dict, blank=True)
+    failures = models.JSONField(default=default_dict, blank=True, help_text="the file's failures: section")
+    power = models.JSONField(default=default_dict, blank=True, help_text="the file's power: section")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="scenarios"
     )

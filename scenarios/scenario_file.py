@@ -17,17 +17,13 @@ from django.core.exceptions import ValidationError
 
 from scenarios.sim.errors import preview
 
-#: Keys of a Scenario's ``what_if`` JSON that the web app adds to the file format's ``what_if``.
-WEB_WHAT_IF_KEYS = ("nodes",)
 #: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
 CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch")
-#: What-if keys that ask for another cluster than the saved design (generated like it).
-CLUSTER_WHAT_IFS = ("server", "nic_gbps", "oversubscription", "nodes")
 
 
 def is_generated(design) -> bool:
     """Whether a design was built by a generator whose parameters can build it again."""
-    from scenarios.sim.scenario import GENERATORS
+    from scenarios.sim.schema import GENERATORS
 
     params = design.parameters or {}
     return design.generator in GENERATORS and bool(params.get("server")) and bool(params.get("nodes"))
@@ -56,7 +52,7 @@ def what_if_changes_cluster(scenario, design) -> bool:
     w = scenario.what_if
     if w.server or w.nic_gbps is not None or w.oversubscription is not None:
         return True
-    return scenario.cluster.nodes != design_cluster(design=design).get("nodes")
+    return w.nodes is not None and w.nodes != scenario.cluster.nodes
 
 
 def _node_index_by_name(design) -> dict[str, int]:
@@ -83,33 +79,39 @@ def _resolve_slow_nodes(design, slow_nodes: Any) -> Any:
     return resolved
 
 
-def scenario_dict(*, design, name: str, job: Any, what_if: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The scenario file dict (``version: 1``) of a design, a job and web what-if overrides.
+def scenario_dict(
+    *,
+    design,
+    name: str,
+    job: Any,
+    what_if: Mapping[str, Any] | None,
+    failures: Mapping[str, Any] | None = None,
+    power: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The scenario file dict (``version: 1``) of a design, a job, what-if overrides and the
+    failure and power settings (node names in ``what_if.slow_nodes`` become indices; empty
+    sections are left out)."""
+    from scenarios.sim.schema import SCHEMA_VERSION
 
-    The web-only ``what_if.nodes`` becomes ``cluster.nodes``; node names in
-    ``what_if.slow_nodes`` become indices.
-    """
-    from scenarios.sim.scenario import SCHEMA_VERSION
-
-    cluster = design_cluster(design=design)
-    overrides = dict(what_if or {})
-    if overrides.get("nodes") is not None and overrides["nodes"] != cluster.get("nodes"):
-        cluster["nodes"] = overrides["nodes"]
-        for sized_for_the_design in ("tiers", "su_nodes", "switch"):
-            cluster.pop(sized_for_the_design, None)
-    file_what_if = {k: v for k, v in overrides.items() if k not in WEB_WHAT_IF_KEYS and v is not None}
+    file_what_if = {k: v for k, v in (what_if or {}).items() if v is not None}
     if "slow_nodes" in file_what_if:
         file_what_if["slow_nodes"] = _resolve_slow_nodes(design, file_what_if["slow_nodes"])
-    out = {"version": SCHEMA_VERSION, "name": name, "cluster": cluster, "job": job}
-    if file_what_if:
-        out["what_if"] = file_what_if
+    out = {"version": SCHEMA_VERSION, "name": name, "cluster": design_cluster(design=design), "job": job}
+    for key, section in (("what_if", file_what_if), ("failures", failures), ("power", power)):
+        if section:
+            out[key] = dict(section)
     return out
 
 
 def scenario_to_dict(*, scenario) -> dict[str, Any]:
     """The scenario file dict of a saved scenario (what the core, the CLI and YAML export read)."""
     return scenario_dict(
-        design=scenario.design, name=scenario.name, job=scenario.job, what_if=scenario.what_if
+        design=scenario.design,
+        name=scenario.name,
+        job=scenario.job,
+        what_if=scenario.what_if,
+        failures=scenario.failures,
+        power=scenario.power,
     )
 
 
@@ -134,6 +136,8 @@ def _check_cluster_what_ifs(design, what_if: Mapping[str, Any]) -> None:
     """A hand-built design has no generator to build another cluster from: say so at once."""
     if is_generated(design):
         return
+    from scenarios.sim.schema import CLUSTER_WHAT_IFS
+
     asked = [k for k in CLUSTER_WHAT_IFS if what_if.get(k) not in (None, "")]
     if asked:
         key = f"what_if.{asked[0]}"
@@ -146,7 +150,16 @@ def _check_cluster_what_ifs(design, what_if: Mapping[str, Any]) -> None:
         )
 
 
-def scenario_check(*, design, name: str, job: Any, what_if: Mapping[str, Any] | None, catalog=None):
+def scenario_check(
+    *,
+    design,
+    name: str,
+    job: Any,
+    what_if: Mapping[str, Any] | None,
+    failures: Mapping[str, Any] | None = None,
+    power: Mapping[str, Any] | None = None,
+    catalog=None,
+):
     """Validate a design + job + overrides with the core's rules; return the core ``Scenario``.
 
     Raises
@@ -162,14 +175,8 @@ def scenario_check(*, design, name: str, job: Any, what_if: Mapping[str, Any] | 
         raise ValidationError({"name": "name: must be a non-empty name"})
     if len(name) > 120:
         raise ValidationError({"name": f"name: must be at most 120 characters (got {len(name):,})"})
-    if what_if.get("nodes") is not None and (
-        isinstance(what_if["nodes"], bool) or not isinstance(what_if["nodes"], int) or what_if["nodes"] < 1
-    ):
-        raise ValidationError(
-            {"what_if.nodes": f"what_if.nodes: must be an integer ≥ 1 (got {preview(what_if['nodes'])})"}
-        )
     _check_cluster_what_ifs(design, what_if)
-    data = scenario_dict(design=design, name=name, job=job, what_if=what_if)
+    data = scenario_dict(design=design, name=name, job=job, what_if=what_if, failures=failures, power=power)
     try:
         scenario = parse_scenario(data)
         check_scenario(scenario, catalog or catalog_load())
@@ -177,3 +184,16 @@ def scenario_check(*, design, name: str, job: Any, what_if: Mapping[str, Any] | 
         message = str(exc)
         raise ValidationError({_web_field(field_of(message), what_if): message}) from None
     return scenario
+
+
+def saved_scenario_check(scenario, *, catalog=None):
+    """``scenario_check`` of a saved scenario (every section as saved): its core ``Scenario``."""
+    return scenario_check(
+        design=scenario.design,
+        name=scenario.name,
+        job=scenario.job,
+        what_if=scenario.what_if,
+        failures=scenario.failures,
+        power=scenario.power,
+        catalog=catalog,
+    )

@@ -100,8 +100,7 @@ def scenario_new(request):
                 design=design,
                 name=form.cleaned_data["name"],
                 description=form.cleaned_data["description"],
-                job=form.job(),
-                what_if=form.what_if(),
+                **form.sections(),
                 user=request.user,
             )
         except ValidationError as error:
@@ -124,6 +123,17 @@ def _new_initial(design: Design) -> dict[str, Any]:
     while name in taken:
         name, n = f"Scenario {n}", n + 1
     return ScenarioForm.initial_from(name=name, job=default_job(gpus=gpus), what_if={})
+
+
+def _initial(scenario: Scenario) -> dict[str, Any]:
+    return ScenarioForm.initial_from(
+        name=scenario.name,
+        description=scenario.description,
+        job=scenario.job,
+        what_if=scenario.what_if,
+        failures=scenario.failures,
+        power=scenario.power,
+    )
 
 
 def _run_forms(bound_kind: str | None = None, bound_form=None) -> list[tuple[Any, Any]]:
@@ -149,9 +159,7 @@ def _scenario_page(request, scenario, *, form, run_forms, status: int = 200):
 def scenario_detail(request, pk: int):
     """The scenario: its runs, run buttons, and the editor (POST saves it)."""
     scenario = _scenario(request.user, pk)
-    initial = ScenarioForm.initial_from(
-        name=scenario.name, job=scenario.job, what_if=scenario.what_if, description=scenario.description
-    )
+    initial = _initial(scenario)
     form = ScenarioForm(request.POST or None, catalog_choices=_catalog_choices(), initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
@@ -160,8 +168,7 @@ def scenario_detail(request, pk: int):
                 user=request.user,
                 name=form.cleaned_data["name"],
                 description=form.cleaned_data["description"],
-                job=form.job(),
-                what_if=form.what_if(),
+                **form.sections(),
             )
         except ValidationError as error:
             form.add_service_errors(error)
@@ -246,9 +253,7 @@ def run_start_view(request, pk: int):
             return redirect(run)
     form = ScenarioForm(
         catalog_choices=_catalog_choices(),
-        initial=ScenarioForm.initial_from(
-            name=scenario.name, job=scenario.job, what_if=scenario.what_if, description=scenario.description
-        ),
+        initial=_initial(scenario),
     )
     return _scenario_page(
         request, scenario, form=form, run_forms=_run_forms(kind.name, options_form), status=400

@@ -62,7 +62,10 @@ class GpuType(CatalogModel):
     tdp_w = models.FloatField("TDP W", validators=[MinValueValidator(1)])
     idle_w = models.FloatField("idle W", validators=[positive])
     scaleup_gbytes_per_s = models.FloatField("scale-up GB/s per direction", validators=[positive])
-    annual_failure_rate = models.FloatField(validators=[positive])
+    annual_failure_rate = models.FloatField(validators=[positive], help_text="per GPU-year, HBM excluded")
+    hbm_annual_failure_rate = models.FloatField(
+        "HBM annual failure rate", validators=[positive], help_text="per GPU-year"
+    )
     efficiency = models.JSONField(
         default=default_dict, blank=True, help_text="calibrated step-time efficiency constants"
     )
@@ -89,7 +92,15 @@ class ServerType(CatalogModel):
     base_power_w = models.FloatField("CPU/base power W", validators=[positive])
     rack_units = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
     servers_per_rack = models.PositiveSmallIntegerField(validators=[MinValueValidator(1)])
-    annual_failure_rate = models.FloatField(validators=[positive])
+    annual_failure_rate = models.FloatField(
+        validators=[positive], help_text="per server-year: host faults (CPU, DRAM, SSD, board, chassis)"
+    )
+    nic_annual_failure_rate = models.FloatField(
+        "NIC annual failure rate", validators=[positive], help_text="per scale-out NIC-year"
+    )
+    psu_annual_failure_rate = models.FloatField(
+        "PSU annual failure rate", validators=[positive], help_text="per server-year"
+    )
 
     class Meta(CatalogModel.Meta):
         verbose_name = "server type"
@@ -152,6 +163,7 @@ class PowerFeedType(CatalogModel):
     derating = models.FloatField(
         validators=fraction, help_text="continuous-load fraction (0.8 under NEC 210.19)"
     )
+    annual_failure_rate = models.FloatField(validators=[positive], help_text="per feed-year")
 
     class Meta(CatalogModel.Meta):
         verbose_name = "power-feed type"

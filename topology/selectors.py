@@ -42,6 +42,7 @@ _SPEC_FIELDS = {
             "idle_w",
             "scaleup_gbytes_per_s",
             "annual_failure_rate",
+            "hbm_annual_failure_rate",
             "efficiency",
             "sources",
         ),
@@ -58,6 +59,8 @@ _SPEC_FIELDS = {
             "rack_units",
             "servers_per_rack",
             "annual_failure_rate",
+            "nic_annual_failure_rate",
+            "psu_annual_failure_rate",
             "sources",
         ),
     ),
@@ -76,7 +79,10 @@ _SPEC_FIELDS = {
         ),
     ),
     "links": (LinkType, ("name", "gbps", "latency_ns", "power_w", "annual_failure_rate", "sources")),
-    "feeds": (PowerFeedType, ("name", "volts", "amps", "phases", "power_factor", "derating", "sources")),
+    "feeds": (
+        PowerFeedType,
+        ("name", "volts", "amps", "phases", "power_factor", "derating", "annual_failure_rate", "sources"),
+    ),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from scenarios.scenario_file import scenario_check, what_if_changes_cluster
+from scenarios.scenario_file import saved_scenario_check, what_if_changes_cluster
 
 
 @dataclass
@@ -31,10 +31,8 @@ class RunContext:
 
         catalog = catalog_load()
         scenario = run.scenario
-        design = Design.objects.get(pk=scenario.design_id)
-        core = scenario_check(
-            design=design, name=scenario.name, job=scenario.job, what_if=scenario.what_if, catalog=catalog
-        )
+        scenario.design = design = Design.objects.get(pk=scenario.design_id)
+        core = saved_scenario_check(scenario, catalog=catalog)
         return cls(run=run, design=design, scenario=core, catalog=catalog, options=dict(run.options or {}))
 
     def with_options(self, **options) -> RunContext:

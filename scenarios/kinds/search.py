@@ -49,13 +49,11 @@ class SearchKind(RunKind):
         }
 
     def _candidate_count(self, context) -> int:
+        from scenarios.sim.placement import scenario_job_gpus
         from scenarios.sim.search import enumerate_candidates
 
         job = context.scenario.job
-        gpus = (
-            context.scenario.cluster.nodes
-            * context.catalog.server(context.scenario.effective_cluster().server).gpus_per_server
-        )
+        gpus = scenario_job_gpus(context.scenario, context.catalog)
         found = enumerate_candidates(gpus, moe=job.model.moe is not None, global_batch=job.global_batch)
         return int(found["tp"].size)
 

@@ -185,14 +185,15 @@ def default_sweep_nodes(scenario, per_server: int, *, batch: str = "fixed") -> l
     p = scenario.job.parallel
     replica = p.tp * p.pp * p.cp
     unit = math.lcm(replica, per_server) // per_server
-    top = max(scenario.cluster.nodes, unit)
+    size = scenario.effective_cluster().nodes
+    top = max(size, unit)
     nodes, n = [], unit
     while n <= top:
         nodes.append(n)
         n *= 2
-    nodes.append(scenario.cluster.nodes)
+    nodes.append(size)
     ok = [n for n in sorted(set(nodes)) if _sweep_job(scenario, n, batch, per_server)[1] == ""]
-    return ok[-DEFAULT_SWEEP_POINTS:] or [scenario.cluster.nodes]
+    return ok[-DEFAULT_SWEEP_POINTS:] or [size]
 
 
 def gpus_per_server(scenario, catalog) -> int:
@@ -221,7 +222,7 @@ def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
     # Tiers, scalable-unit size and switch were sized for the design; let the generator size
     # them for this cluster.
     cluster = replace(scenario.cluster, nodes=nodes, tiers=None, su_nodes=None, switch=None)
-    return replace(scenario, cluster=cluster, job=new_job), ""
+    return replace(scenario, cluster=cluster, job=new_job, what_if=replace(scenario.what_if, nodes=None)), ""
 
 
 def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:

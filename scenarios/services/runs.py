@@ -18,7 +18,7 @@ from scenarios import broadcast, queue
 from scenarios.choices import ACTIVE_STATUSES, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, Scenario
-from scenarios.scenario_file import scenario_check
+from scenarios.scenario_file import saved_scenario_check
 from twin.permissions import RUN, require
 
 logger = logging.getLogger(__name__)
@@ -49,9 +49,7 @@ def run_start(
     """
     require(scenario, user, RUN)
     spec = run_kind(kind)
-    core = scenario_check(
-        design=scenario.design, name=scenario.name, job=scenario.job, what_if=scenario.what_if
-    )
+    core = saved_scenario_check(scenario)
     clean_options = spec.clean_options(core, dict(options or {}), design=scenario.design)
     run = Run.objects.create(
         scenario=scenario,

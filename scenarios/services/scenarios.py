@@ -16,7 +16,15 @@ from twin.permissions import CHANGE, require, restrict
 
 
 def scenario_create(
-    *, design, name: str, job: Any, what_if: Mapping[str, Any] | None = None, user, description: str = ""
+    *,
+    design,
+    name: str,
+    job: Any,
+    what_if: Mapping[str, Any] | None = None,
+    failures: Mapping[str, Any] | None = None,
+    power: Mapping[str, Any] | None = None,
+    user,
+    description: str = "",
 ) -> Scenario:
     """Validate and save a scenario on a design the user may change.
 
@@ -28,12 +36,14 @@ def scenario_create(
         ``{field path: message}`` (see the module docstring).
     """
     require(design, user, CHANGE)
-    scenario_check(design=design, name=name, job=job, what_if=what_if)
+    scenario_check(design=design, name=name, job=job, what_if=what_if, failures=failures, power=power)
     scenario = Scenario(
         design=design,
         name=name.strip(),
         job=job,
         what_if=dict(what_if or {}),
+        failures=dict(failures or {}),
+        power=dict(power or {}),
         created_by=user,
         description=description,
     )
@@ -49,16 +59,28 @@ def scenario_update(
     name: str | None = None,
     job: Any = None,
     what_if: Mapping[str, Any] | None = None,
+    failures: Mapping[str, Any] | None = None,
+    power: Mapping[str, Any] | None = None,
     description: str | None = None,
 ) -> Scenario:
-    """Change a scenario's name, job, overrides or description (``None`` keeps a value) and
-    re-validate. Existing runs keep the results they computed."""
+    """Change a scenario's name, job, overrides, failure or power settings or description
+    (``None`` keeps a value) and re-validate. Existing runs keep the results they computed."""
     require(scenario, user, CHANGE)
     new_name = scenario.name if name is None else name
     new_job = scenario.job if job is None else job
     new_what_if = scenario.what_if if what_if is None else dict(what_if)
-    scenario_check(design=scenario.design, name=new_name, job=new_job, what_if=new_what_if)
+    new_failures = scenario.failures if failures is None else dict(failures)
+    new_power = scenario.power if power is None else dict(power)
+    scenario_check(
+        design=scenario.design,
+        name=new_name,
+        job=new_job,
+        what_if=new_what_if,
+        failures=new_failures,
+        power=new_power,
+    )
     scenario.name, scenario.job, scenario.what_if = new_name.strip(), new_job, new_what_if
+    scenario.failures, scenario.power = new_failures, new_power
     if description is not None:
         scenario.description = description
     scenario.full_clean()
@@ -82,6 +104,8 @@ def scenario_duplicate(
         name=name,
         job=scenario.job,
         what_if=scenario.what_if if what_if is None else what_if,
+        failures=scenario.failures,
+        power=scenario.power,
         user=user,
         description=scenario.description,
     )
@@ -139,6 +163,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
         name=parsed.name,
         job=data["job"],
         what_if=what_if,
+        failures=data.get("failures"),
+        power=data.get("power"),
         user=user,
         description=str(data.get("description") or ""),
     )

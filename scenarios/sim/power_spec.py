@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.errors import ScenarioError, one_line, preview
+from scenarios.sim.errors import ScenarioError, preview
+from scenarios.sim.fields import Field, Section
 
 __all__ = [
     "EVENT_KINDS",
@@ -91,23 +92,108 @@ MAX_DURATION_S = 1e9
 
 EVENT_KINDS = ("start", "checkpoint", "crash", "restart")
 EVENT_CODES = {name: code for code, name in enumerate(EVENT_KINDS)}
-_FIELDS = {
-    "window_s",
-    "resolution_ms",
-    "store_ms",
-    "events",
-    "gpu",
-    "stagger_groups",
-    "stagger_offset_ms",
-    "storage",
-    "pue",
-    "band_hz",
-    "coarse_resolution_s",
-}
 
 
 class PowerError(ScenarioError):
     """A power section, power input or event log is malformed; one line names the field and limit."""
+
+
+POWER = Section(
+    "power",
+    "Power",
+    (
+        Field("window_s", "Window", "float", default=60.0, lo=0.0, lo_open=True, hi=MAX_WINDOW_S, unit="s"),
+        Field("resolution_ms", "Resolution", "float", default=1.0, lo=0.1, hi=1000.0, unit="ms"),
+        Field(
+            "store_ms",
+            "Stored series resolution",
+            "float",
+            lo=0.1,
+            hi=MAX_WINDOW_S * 1000.0,
+            unit="ms",
+            help="blank = 100 ms (or the resolution, if coarser)",
+        ),
+        Field("stagger_groups", "Stagger groups", "int", default=1, lo=1, hi=MAX_STAGGER_GROUPS),
+        Field(
+            "stagger_offset_ms",
+            "Stagger offset",
+            "float",
+            lo=0.0,
+            hi=MAX_WINDOW_S * 1000.0,
+            unit="ms",
+            help="blank = the smallest that costs at most 2 % of a step",
+        ),
+        Field("pue", "PUE", "float", default=PUE, lo=1.0, hi=3.0, help="facility power / IT power"),
+        Field(
+            "coarse_resolution_s",
+            "Event timeline resolution",
+            "float",
+            default=1.0,
+            lo=0.001,
+            hi=86_400.0,
+            unit="s",
+            web=False,
+        ),
+    ),
+    mappings=("events", "gpu", "storage", "band_hz"),
+    error=PowerError,
+)
+POWER_GPU = Section(
+    "power.gpu",
+    "GPU power",
+    (
+        Field(
+            "floor_fraction",
+            "Power floor",
+            "float",
+            default=0.0,
+            lo=0.0,
+            hi=1.0,
+            help="fraction of TDP a GPU keeps drawing while it communicates or waits",
+        ),
+        Field("cap_w", "Power cap", "float", lo=0.0, lo_open=True, hi=100_000.0, unit="W"),
+    ),
+    error=PowerError,
+)
+POWER_STORAGE = Section(
+    "power.storage",
+    "Rack energy storage",
+    (
+        Field("joules_per_gpu", "Energy per GPU", "float", default=0.0, lo=0.0, hi=1e9, unit="J"),
+        Field(
+            "ramp_mw_per_s",
+            "Grid ramp limit",
+            "float",
+            lo=0.0,
+            lo_open=True,
+            hi=1e6,
+            unit="MW/s",
+            help="blank = what the stored energy allows",
+        ),
+        Field(
+            "round_trip_efficiency",
+            "Round-trip efficiency",
+            "float",
+            default=STORAGE_ROUND_TRIP,
+            lo=0.0,
+            lo_open=True,
+            hi=1.0,
+            web=False,
+        ),
+    ),
+    error=PowerError,
+)
+#: One event of ``power.events`` (a kind alone, or this mapping).
+POWER_EVENT = Section(
+    "power.events",
+    "Event",
+    (
+        Field("kind", "Kind", "choice", required=True, choices=EVENT_KINDS),
+        Field("at_s", "Start", "float", lo=0.0, hi=MAX_WINDOW_S, unit="s"),
+        Field("duration_s", "Duration", "float", lo=0.0, hi=MAX_DURATION_S, unit="s"),
+    ),
+    error=PowerError,
+)
 
 
 @dataclass(frozen=True)
@@ -218,47 +304,6 @@ class JobEvents:
 # --- readers ---------------------------------------------------------------------------------
 
 
-def _number(data: Mapping[str, Any], key: str, where: str, default, *, lo, hi, lo_open=False):
-    name = f"{where}.{key}"
-    value = data.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PowerError(f"{name}: must be a finite number (got {preview(value)})")
-    value = float(value)
-    if (value <= lo) if lo_open else (value < lo):
-        raise PowerError(f"{name}: must be {'>' if lo_open else '≥'} {lo:g} (got {value:g})")
-    if value > hi:
-        raise PowerError(f"{name}: must be ≤ {hi:,g} (got {value:g})")
-    return value
-
-
-def _integer(data: Mapping[str, Any], key: str, where: str, default: int, *, lo: int, hi: int) -> int:
-    name = f"{where}.{key}"
-    value = data.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-        raise PowerError(f"{name}: must be an integer (got {preview(value)})")
-    value = int(value)
-    if not lo <= value <= hi:
-        raise PowerError(f"{name}: must lie in {lo}..{hi} (got {value})")
-    return value
-
-
-def _mapping(data: Any, where: str, known: set[str]) -> Mapping[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise PowerError(f"{where}: must be a mapping (got {type(data).__name__})")
-    unknown = sorted(str(k) for k in set(data) - known)
-    if unknown:
-        raise PowerError(
-            f"{where}.{one_line(unknown[0][:40])}: unknown field (known: {', '.join(sorted(known))})"
-        )
-    return data
-
-
 def _window_events(data: Any, window_s: float) -> tuple[WindowEvent, ...]:
     """Events as kinds (``checkpoint``) or mappings; each starts when the previous one ends
     (the first at a third of the window) unless ``at_s`` says otherwise."""
@@ -272,16 +317,15 @@ def _window_events(data: Any, window_s: float) -> tuple[WindowEvent, ...]:
     events, previous_end = [], window_s / 3.0
     for i, entry in enumerate(data):
         item = f"{where}[{i}]"
-        entry = {"kind": entry} if isinstance(entry, str) else entry
-        entry = _mapping(entry, item, {"kind", "at_s", "duration_s"})
-        kind = entry.get("kind")
-        if kind not in EVENT_KINDS:
-            raise PowerError(f"{item}.kind: must be one of {', '.join(EVENT_KINDS)} (got {preview(kind)})")
+        values = POWER_EVENT.read({"kind": entry} if isinstance(entry, str) else entry, where=item)
+        kind = values["kind"]
+        if values["at_s"] is not None and values["at_s"] > window_s:
+            raise PowerError(f"{item}.at_s: must be ≤ the window ({window_s:g} s) (got {values['at_s']:g})")
+        at_s = min(previous_end, window_s) if values["at_s"] is None else values["at_s"]
         default_duration = (
             CHECKPOINT_S if kind == "checkpoint" else (window_s / 6.0 if kind == "crash" else 0.0)
         )
-        at_s = _number(entry, "at_s", item, min(previous_end, window_s), lo=0.0, hi=window_s)
-        duration_s = _number(entry, "duration_s", item, default_duration, lo=0.0, hi=MAX_DURATION_S)
+        duration_s = default_duration if values["duration_s"] is None else values["duration_s"]
         events.append(WindowEvent(kind=kind, at_s=at_s, duration_s=duration_s))
         previous_end = at_s + duration_s
     return tuple(events)
@@ -316,10 +360,9 @@ def parse_power(data: Any) -> PowerSpec:
         One line naming the field path and the limit, e.g. ``power.window_s: window_s x 1000 /
         resolution_ms must be at most 600,000 samples (got 1,200,000)``.
     """
-    data = _mapping(data, "power", _FIELDS)
-    where = "power"
-    window_s = _number(data, "window_s", where, 60.0, lo=0.0, hi=MAX_WINDOW_S, lo_open=True)
-    resolution_ms = _number(data, "resolution_ms", where, 1.0, lo=0.1, hi=1000.0)
+    values = POWER.read({} if data is None else data)
+    data = data or {}
+    window_s, resolution_ms = values["window_s"], values["resolution_ms"]
     samples = round(window_s * 1000.0 / resolution_ms)
     if samples > MAX_SAMPLES:
         raise PowerError(
@@ -328,46 +371,37 @@ def parse_power(data: Any) -> PowerSpec:
         )
     if samples < 2:
         raise PowerError(f"power.window_s: must hold at least 2 samples of resolution_ms (got {samples})")
-    store_ms = _number(
-        data, "store_ms", where, max(100.0, resolution_ms), lo=resolution_ms, hi=window_s * 1000.0
-    )
+    store_ms = values["store_ms"] if values["store_ms"] is not None else max(100.0, resolution_ms)
+    if values["store_ms"] is not None and not resolution_ms <= store_ms <= window_s * 1000.0:
+        raise PowerError(
+            f"power.store_ms: must lie between resolution_ms ({resolution_ms:g}) and the window "
+            f"({window_s * 1000.0:g} ms) (got {store_ms:g})"
+        )
     stored = round(window_s * 1000.0 / store_ms)
     if stored > MAX_STORED_SAMPLES:
         raise PowerError(
             f"power.store_ms: window_s x 1000 / store_ms must be at most {MAX_STORED_SAMPLES:,} stored "
             f"samples (got {stored:,})"
         )
-    gpu = _mapping(data.get("gpu"), "power.gpu", {"floor_fraction", "cap_w"})
-    floor = _number(gpu, "floor_fraction", "power.gpu", 0.0, lo=0.0, hi=1.0)
-    cap_w = _number(gpu, "cap_w", "power.gpu", None, lo=0.0, hi=100_000.0, lo_open=True)
-    storage = _mapping(
-        data.get("storage"), "power.storage", {"joules_per_gpu", "ramp_mw_per_s", "round_trip_efficiency"}
-    )
-    knobs = StorageKnobs(
-        joules_per_gpu=_number(storage, "joules_per_gpu", "power.storage", 0.0, lo=0.0, hi=1e9),
-        ramp_mw_per_s=_number(storage, "ramp_mw_per_s", "power.storage", None, lo=0.0, hi=1e6, lo_open=True),
-        round_trip_efficiency=_number(
-            storage,
-            "round_trip_efficiency",
-            "power.storage",
-            STORAGE_ROUND_TRIP,
-            lo=0.0,
-            hi=1.0,
-            lo_open=True,
-        ),
-    )
+    offset = values["stagger_offset_ms"]
+    if offset is not None and offset > window_s * 1000.0:
+        raise PowerError(
+            f"power.stagger_offset_ms: must be ≤ the window ({window_s * 1000.0:g} ms) (got {offset:g})"
+        )
+    gpu = POWER_GPU.read(data.get("gpu") or {})
+    storage = POWER_STORAGE.read(data.get("storage") or {})
     return PowerSpec(
         window_s=window_s,
         resolution_ms=resolution_ms,
         store_ms=store_ms,
         events=_window_events(data.get("events"), window_s),
-        gpu=GpuKnobs(floor_fraction=floor, cap_w=cap_w),
-        stagger_groups=_integer(data, "stagger_groups", where, 1, lo=1, hi=MAX_STAGGER_GROUPS),
-        stagger_offset_ms=_number(data, "stagger_offset_ms", where, None, lo=0.0, hi=window_s * 1000.0),
-        storage=knobs,
-        pue=_number(data, "pue", where, PUE, lo=1.0, hi=3.0),
+        gpu=GpuKnobs(**gpu),
+        stagger_groups=values["stagger_groups"],
+        stagger_offset_ms=offset,
+        storage=StorageKnobs(**storage),
+        pue=values["pue"],
         band_hz=_band(data.get("band_hz"), resolution_ms),
-        coarse_resolution_s=_number(data, "coarse_resolution_s", where, 1.0, lo=0.001, hi=86_400.0),
+        coarse_resolution_s=values["coarse_resolution_s"],
     )
 
 

@@ -8,35 +8,34 @@ format is documented in ``docs/scenario-format.md``. Every rule violation raises
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from scenarios.sim.errors import ScenarioError, clip_message, preview
+from scenarios.sim.failures_spec import FailureSpec, parse_failures
+from scenarios.sim.fields import Field
+from scenarios.sim.power_spec import PowerSpec, check_power, parse_power
+from scenarios.sim.schema import (  # noqa: F401  (the format's names, re-exported for callers)
+    ATTENTION_KINDS,
+    CLUSTER,
+    ECMP_MODES,
+    GENERATORS,
+    JOB,
+    MAX_NODES,
+    MLP_KINDS,
+    MODEL,
+    MOE,
+    PARALLEL,
+    PLACEMENTS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SCHEMA_VERSION,
+    TOP,
+    WHAT_IF,
+)
 from scenarios.sim.yamlsafe import load_yaml_file
-
-SCHEMA_VERSION = 1
-GENERATORS = ("rail-optimized", "nvl72", "fat-tree")
-RECOMPUTE_MODES = ("none", "selective", "full")
-PRECISIONS = ("bf16", "fp16", "fp8")
-MLP_KINDS = ("gelu", "swiglu")
-ATTENTION_KINDS = ("flash", "standard")
-ECMP_MODES = ("hash", "spread")
-PLACEMENTS = ("packed", "spread")  # job.placement (scenarios/sim/placement.py)
-
-# Upper bounds that reject typos and absurd inputs (not physical limits of any real system).
-MAX_NODES = 1_000_000
-MAX_LAYERS = 10_000
-MAX_HIDDEN = 1_000_000
-MAX_HEADS = 100_000
-MAX_VOCAB = 10_000_000
-MAX_SEQ_LEN = 10_000_000
-MAX_BATCH = 100_000_000
-MAX_DEGREE = 1_000_000
-MAX_EXPERTS = 100_000
-MAX_STEPS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -142,6 +141,7 @@ class WhatIf:
 
     gpu: str | None = None
     server: str | None = None
+    nodes: int | None = None
     nic_gbps: float | None = None
     oversubscription: float | None = None
     spine_capacity_scale: float = 1.0
@@ -161,255 +161,81 @@ class Scenario:
     cluster: ClusterSpec
     job: JobSpec
     what_if: WhatIf = field(default_factory=WhatIf)
+    failures: FailureSpec | None = None
+    power: PowerSpec | None = None
     version: int = SCHEMA_VERSION
 
     def effective_cluster(self) -> ClusterSpec:
-        """The cluster with the what-if overrides (server, NIC speed, oversubscription) applied."""
-        w = self.what_if
+        """The cluster with the what-if overrides (server, NIC speed, oversubscription, size)
+        applied; at another size the generator sizes tiers, scalable units and switch anew."""
+        w, cluster = self.what_if, self.cluster
+        if w.nodes is not None and w.nodes != cluster.nodes:
+            cluster = replace(cluster, nodes=w.nodes, tiers=None, su_nodes=None, switch=None)
         return replace(
-            self.cluster,
-            server=w.server or self.cluster.server,
-            nic_gbps=w.nic_gbps if w.nic_gbps is not None else self.cluster.nic_gbps,
+            cluster,
+            server=w.server or cluster.server,
+            nic_gbps=w.nic_gbps if w.nic_gbps is not None else cluster.nic_gbps,
             oversubscription=(
-                w.oversubscription if w.oversubscription is not None else self.cluster.oversubscription
+                w.oversubscription if w.oversubscription is not None else cluster.oversubscription
             ),
         )
-
-
-# --- field readers -------------------------------------------------------------------------
-
-
-def _mapping(data: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ScenarioError(f"{where}: must be a mapping (got {type(data).__name__})")
-    return data
-
-
-def _reject_unknown(data: Mapping[str, Any], where: str, known: set[str]) -> None:
-    unknown = sorted(set(data) - known)
-    if unknown:
-        prefix = f"{where}." if where else ""
-        raise ScenarioError(f"{prefix}{unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
-
-
-def _int(
-    data: Mapping[str, Any],
-    key: str,
-    where: str,
-    *,
-    default: int | None = None,
-    lo: int = 1,
-    hi: int = MAX_DEGREE,
-) -> int:
-    name = f"{where}.{key}" if where else key
-    if key not in data or data[key] is None:
-        if default is None:
-            raise ScenarioError(f"{name}: required")
-        return default
-    value = data[key]
-    # JSON (web, API) can bring inf, nan or a 5,000-digit integer: int(inf) raises and str() of
-    # a huge integer does too, so test the type first and quote a preview.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(f"{name}: must be an integer (got {preview(value)})")
-    if isinstance(value, float) and not value.is_integer():
-        raise ScenarioError(f"{name}: must be an integer (got {value!r})")
-    value = int(value)
-    if value < lo or value > hi:
-        shown = preview(value) if value.bit_length() > 100 else None
-        if value < lo:
-            raise ScenarioError(f"{name}: must be ≥ {lo} (got {shown or value})")
-        raise ScenarioError(f"{name}: must be ≤ {hi:,} (got {shown or f'{value:,}'})")
-    return value
-
-
-def _float(
-    data: Mapping[str, Any],
-    key: str,
-    where: str,
-    *,
-    default: float | None,
-    lo: float,
-    hi: float,
-    lo_open: bool = False,
-) -> float | None:
-    name = f"{where}.{key}" if where else key
-    if key not in data or data[key] is None:
-        return default
-    value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ScenarioError(f"{name}: must be a finite number (got {value!r})")
-    value = float(value)
-    if (value <= lo) if lo_open else (value < lo):
-        raise ScenarioError(f"{name}: must be {'>' if lo_open else '≥'} {lo:g} (got {value:g})")
-    if value > hi:
-        raise ScenarioError(f"{name}: must be ≤ {hi:g} (got {value:g})")
-    return value
-
-
-def _choice(data: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...], default):
-    name = f"{where}.{key}" if where else key
-    value = data.get(key, default)
-    if value is None:
-        return default
-    if value not in choices:
-        raise ScenarioError(f"{name}: must be one of {', '.join(choices)} (got {value!r})")
-    return value
-
-
-def _slug(data: Mapping[str, Any], key: str, where: str, *, required: bool) -> str | None:
-    name = f"{where}.{key}"
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise ScenarioError(f"{name}: required")
-        return None
-    if not isinstance(value, str) or not value:
-        raise ScenarioError(f"{name}: must be a catalog slug (got {value!r})")
-    return value
 
 
 # --- sections ------------------------------------------------------------------------------
 
 
+def _int(data: Mapping[str, Any], key: str, where: str, *, default=None, lo=1, hi=None) -> int:
+    """An integer read with the format's rule (for callers outside the declared sections)."""
+    return Field(key, key, "int", default=default, required=default is None, lo=lo, hi=hi).read(data, where)
+
+
 def _parse_cluster(data: Any) -> ClusterSpec:
-    data = _mapping(data, "cluster")
-    where = "cluster"
-    _reject_unknown(
-        data,
-        where,
-        {"generator", "server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch"},
-    )
-    generator = data.get("generator", "rail-optimized")
-    if isinstance(generator, str):
-        generator = generator.replace("_", "-")
-    if generator not in GENERATORS:
-        raise ScenarioError(f"cluster.generator: must be one of {', '.join(GENERATORS)} (got {generator!r})")
-    tiers = data.get("tiers")
-    if tiers is not None and tiers not in (2, 3):
-        raise ScenarioError(f"cluster.tiers: must be 2 or 3 (got {tiers!r})")
-    return ClusterSpec(
-        generator=generator,
-        server=_slug(data, "server", where, required=True),
-        nodes=_int(data, "nodes", where, hi=MAX_NODES),
-        nic_gbps=_float(data, "nic_gbps", where, default=None, lo=0, hi=100_000, lo_open=True),
-        oversubscription=_float(data, "oversubscription", where, default=1.0, lo=1.0, hi=1000),
-        su_nodes=(_int(data, "su_nodes", where, hi=MAX_NODES) if data.get("su_nodes") is not None else None),
-        tiers=tiers,
-        switch=_slug(data, "switch", where, required=False),
-    )
+    values = CLUSTER.read(data)
+    if isinstance(values["generator"], str):
+        values["generator"] = values["generator"].replace("_", "-")
+    values["generator"] = CLUSTER.field("generator").read(values, "cluster")
+    return ClusterSpec(**values)
 
 
 def _parse_moe(data: Any, hidden: int) -> MoeSpec | None:
     if data is None:
         return None
-    where = "job.model.moe"
-    data = _mapping(data, where)
-    _reject_unknown(data, where, {"experts", "top_k", "expert_ffn_hidden"})
-    experts = _int(data, "experts", where, hi=MAX_EXPERTS)
-    top_k = _int(data, "top_k", where, hi=MAX_EXPERTS)
-    if top_k > experts:
-        raise ScenarioError(f"job.model.moe.top_k: must be ≤ experts ({experts}) (got {top_k})")
-    return MoeSpec(
-        experts=experts,
-        top_k=top_k,
-        expert_ffn_hidden=_int(data, "expert_ffn_hidden", where, default=4 * hidden, hi=MAX_HIDDEN),
-    )
+    values = MOE.read(data)
+    if values["top_k"] > values["experts"]:
+        raise ScenarioError(
+            f"job.model.moe.top_k: must be ≤ experts ({values['experts']}) (got {values['top_k']})"
+        )
+    if values["expert_ffn_hidden"] is None:
+        values["expert_ffn_hidden"] = 4 * hidden
+    return MoeSpec(**values)
 
 
 def _parse_model(data: Any) -> ModelSpec:
-    where = "job.model"
-    data = _mapping(data, where)
-    _reject_unknown(
-        data,
-        where,
-        {"layers", "hidden", "heads", "vocab", "seq_len", "kv_heads", "ffn_hidden", "mlp", "moe"},
-    )
-    hidden = _int(data, "hidden", where, hi=MAX_HIDDEN)
-    heads = _int(data, "heads", where, hi=MAX_HEADS)
+    values = MODEL.read(data)
+    hidden, heads = values["hidden"], values["heads"]
     if hidden % heads:
         raise ScenarioError(f"job.model.hidden: must be divisible by heads ({heads}) (got {hidden})")
-    kv_heads = _int(data, "kv_heads", where, default=heads, hi=MAX_HEADS)
-    if heads % kv_heads:
-        raise ScenarioError(f"job.model.kv_heads: must divide heads ({heads}) (got {kv_heads})")
-    ffn_given = data.get("ffn_hidden") is not None
-    ffn_hidden = _int(data, "ffn_hidden", where, default=4 * hidden, hi=16 * MAX_HIDDEN)
-    default_mlp = "swiglu" if ffn_given and ffn_hidden != 4 * hidden else "gelu"
-    return ModelSpec(
-        layers=_int(data, "layers", where, hi=MAX_LAYERS),
-        hidden=hidden,
-        heads=heads,
-        vocab=_int(data, "vocab", where, hi=MAX_VOCAB),
-        seq_len=_int(data, "seq_len", where, hi=MAX_SEQ_LEN),
-        kv_heads=kv_heads,
-        ffn_hidden=ffn_hidden,
-        mlp=_choice(data, "mlp", where, MLP_KINDS, default_mlp),
-        moe=_parse_moe(data.get("moe"), hidden),
-    )
+    values["kv_heads"] = values["kv_heads"] or heads
+    if heads % values["kv_heads"]:
+        raise ScenarioError(f"job.model.kv_heads: must divide heads ({heads}) (got {values['kv_heads']})")
+    ffn_given = values["ffn_hidden"] is not None
+    values["ffn_hidden"] = values["ffn_hidden"] or 4 * hidden
+    if values["mlp"] is None:
+        values["mlp"] = "swiglu" if ffn_given and values["ffn_hidden"] != 4 * hidden else "gelu"
+    return ModelSpec(**values, moe=_parse_moe(data.get("moe"), hidden))
 
 
 def _parse_parallel(data: Any) -> ParallelSpec:
-    where = "job.parallel"
-    data = _mapping(data, where)
-    _reject_unknown(data, where, {"tp", "pp", "dp", "cp", "ep", "vpp"})
-    return ParallelSpec(
-        tp=_int(data, "tp", where),
-        pp=_int(data, "pp", where),
-        dp=_int(data, "dp", where),
-        cp=_int(data, "cp", where, default=1),
-        ep=_int(data, "ep", where, default=1),
-        vpp=_int(data, "vpp", where, default=1),
-    )
+    return ParallelSpec(**PARALLEL.read(data))
 
 
 def _parse_job(data: Any) -> JobSpec:
-    where = "job"
-    data = _mapping(data, where)
-    _reject_unknown(
-        data,
-        where,
-        {
-            "model",
-            "global_batch",
-            "micro_batch",
-            "parallel",
-            "recompute",
-            "precision",
-            "zero",
-            "tokens",
-            "attention",
-            "overlap_dp",
-            "nodes",
-            "placement",
-            "gpus_per_domain",
-        },
-    )
-    if "model" not in data:
-        raise ScenarioError("job.model: required")
-    if "parallel" not in data:
-        raise ScenarioError("job.parallel: required")
-    overlap_dp = data.get("overlap_dp", True)
-    if not isinstance(overlap_dp, bool):
-        raise ScenarioError(f"job.overlap_dp: must be true or false (got {overlap_dp!r})")
-    return JobSpec(
-        model=_parse_model(data["model"]),
-        global_batch=_int(data, "global_batch", where, hi=MAX_BATCH),
-        micro_batch=_int(data, "micro_batch", where, hi=MAX_BATCH),
-        parallel=_parse_parallel(data["parallel"]),
-        recompute=_choice(data, "recompute", where, RECOMPUTE_MODES, "none"),
-        precision=_choice(data, "precision", where, PRECISIONS, "bf16"),
-        zero=_int(data, "zero", where, default=0, lo=0, hi=3),
-        tokens=_float(data, "tokens", where, default=None, lo=0, hi=1e18, lo_open=True),
-        attention=_choice(data, "attention", where, ATTENTION_KINDS, None)
-        or default_attention(data.get("precision", "bf16")),
-        overlap_dp=overlap_dp,
-        nodes=_int(data, "nodes", where, hi=MAX_NODES) if data.get("nodes") is not None else None,
-        placement=_choice(data, "placement", where, PLACEMENTS, "packed"),
-        gpus_per_domain=(
-            _int(data, "gpus_per_domain", where, hi=MAX_DEGREE)
-            if data.get("gpus_per_domain") is not None
-            else None
-        ),
-    )
+    values = JOB.read(data)
+    for section in ("model", "parallel"):
+        if section not in data:
+            raise ScenarioError(f"job.{section}: required")
+    values["attention"] = values["attention"] or default_attention(values["precision"])
+    return JobSpec(model=_parse_model(data["model"]), parallel=_parse_parallel(data["parallel"]), **values)
 
 
 def default_attention(precision: str) -> str:
@@ -426,45 +252,7 @@ def default_attention(precision: str) -> str:
 def _parse_what_if(data: Any) -> WhatIf:
     if data is None:
         return WhatIf()
-    where = "what_if"
-    data = _mapping(data, where)
-    _reject_unknown(
-        data,
-        where,
-        {
-            "gpu",
-            "server",
-            "nic_gbps",
-            "oversubscription",
-            "spine_capacity_scale",
-            "straggler_spread",
-            "slow_nodes",
-            "slow_node_factor",
-            "steps",
-            "seed",
-            "ecmp",
-        },
-    )
-    slow = data.get("slow_nodes") or ()
-    if not isinstance(slow, list | tuple) or not all(
-        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in slow
-    ):
-        raise ScenarioError(f"what_if.slow_nodes: must be a list of node indices ≥ 0 (got {slow!r})")
-    return WhatIf(
-        gpu=_slug(data, "gpu", where, required=False),
-        server=_slug(data, "server", where, required=False),
-        nic_gbps=_float(data, "nic_gbps", where, default=None, lo=0, hi=100_000, lo_open=True),
-        oversubscription=_float(data, "oversubscription", where, default=None, lo=1.0, hi=1000),
-        spine_capacity_scale=_float(
-            data, "spine_capacity_scale", where, default=1.0, lo=0.0, hi=1.0, lo_open=True
-        ),
-        straggler_spread=_float(data, "straggler_spread", where, default=0.0, lo=0.0, hi=0.9),
-        slow_nodes=tuple(sorted(set(slow))),
-        slow_node_factor=_float(data, "slow_node_factor", where, default=1.25, lo=1.0, hi=100),
-        steps=_int(data, "steps", where, default=64, hi=MAX_STEPS),
-        seed=_int(data, "seed", where, default=0, lo=0, hi=2**63 - 1),
-        ecmp=_choice(data, "ecmp", where, ECMP_MODES, "spread"),
-    )
+    return WhatIf(**WHAT_IF.read(data))
 
 
 # --- job rules that need no catalog --------------------------------------------------------
@@ -517,14 +305,14 @@ def parse_scenario(data: Any) -> Scenario:
     ScenarioError
         One line naming the field and the rule.
     """
-    data = _mapping(data, "scenario")
-    _reject_unknown(data, "", {"version", "name", "description", "cluster", "job", "what_if", "measured"})
+    data = TOP.mapping(data)
     version = data.get("version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
-        raise ScenarioError(f"version: must be {SCHEMA_VERSION} (got {version!r})")
+        raise ScenarioError(f"version: must be {SCHEMA_VERSION} (got {preview(version)})")
     name = data.get("name", "scenario")
     if not isinstance(name, str) or not name:
-        raise ScenarioError(f"name: must be a non-empty string (got {name!r})")
+        raise ScenarioError(f"name: must be a non-empty string (got {preview(name)})")
+    TOP.field("name").read(data, "")
     for section in ("cluster", "job"):
         if section not in data:
             raise ScenarioError(f"{section}: required")
@@ -535,6 +323,8 @@ def parse_scenario(data: Any) -> Scenario:
         cluster=_parse_cluster(data["cluster"]),
         job=job,
         what_if=_parse_what_if(data.get("what_if")),
+        failures=parse_failures(data["failures"]) if data.get("failures") is not None else None,
+        power=parse_power(data["power"]) if data.get("power") is not None else None,
     )
 
 
@@ -552,6 +342,7 @@ def check_scenario(scenario: Scenario, catalog) -> None:
     gpu = _lookup(catalog.gpu, gpu_slug, "what_if.gpu" if scenario.what_if.gpu else "gpu")
     if cluster.switch is not None:
         _lookup(catalog.switch, cluster.switch, "cluster.switch")
+    _check_buildable(cluster, catalog)
     _check_job_nodes(scenario.job, cluster, server)
     from scenarios.sim.placement import job_gpus  # placement imports this module
 
@@ -567,6 +358,8 @@ def check_scenario(scenario: Scenario, catalog) -> None:
             f"job.parallel: dp × tp × pp × cp must equal {counted} "
             f"(got {p.dp} × {p.tp} × {p.pp} × {p.cp} = {p.gpus})"
         )
+    if scenario.power is not None:
+        check_power(scenario.power, tdp_w=gpu.tdp_w, idle_w=gpu.idle_w)
     if scenario.job.precision == "fp8" and gpu.peak_tflops_fp8 <= 0:
         raise ScenarioError(f"job.precision: {gpu.slug} has no fp8 tensor cores (got fp8)")
     if any(n >= cluster.nodes for n in scenario.what_if.slow_nodes):
@@ -574,6 +367,27 @@ def check_scenario(scenario: Scenario, catalog) -> None:
             f"what_if.slow_nodes: node indices must be < nodes ({cluster.nodes}) "
             f"(got {max(scenario.what_if.slow_nodes)})"
         )
+
+
+def _check_buildable(cluster: ClusterSpec, catalog) -> None:
+    """The generator can build the cluster: the real node limit of its server and switch."""
+    from topology.fabric.generators import check_buildable
+    from topology.fabric.plan import FabricError
+
+    try:
+        check_buildable(
+            cluster.generator,
+            catalog=catalog,
+            server=cluster.server,
+            nodes=cluster.nodes,
+            oversubscription=cluster.oversubscription,
+            nic_gbps=cluster.nic_gbps,
+            su_nodes=cluster.su_nodes,
+            switch=cluster.switch,
+            tiers=cluster.tiers,
+        )
+    except FabricError as exc:
+        raise ScenarioError(clip_message(f"cluster.{exc}")) from None
 
 
 def _check_job_nodes(job: JobSpec, cluster: ClusterSpec, server) -> None:

@@ -110,3 +110,14 @@ def test_unknown_kind_is_a_validation_error():
 
     with pytest.raises(ValidationError, match="must be one of step, sweep, search"):
         run_kind("power")
+
+
+def test_search_of_a_job_on_part_of_the_cluster_splits_over_the_jobs_gpus(scenario, user):
+    """A 2-node job on the 4-node design: every candidate uses 16 GPUs, chunked = unsplit."""
+    job = {**scenario.job, "nodes": 2, "parallel": {"tp": 8, "pp": 1, "dp": 2}, "global_batch": 32}
+    services.scenario_update(scenario=scenario, user=user, job=job)
+    spec, context = running_context(scenario, "search", {"chunks": 3, "top": 5})
+    results = [through_json(spec.compute_chunk(context, c, NullProgress())) for c in spec.split(context)]
+    chunked = spec.merge(context, results).summary
+    assert chunked == spec.execute(context, NullProgress()).summary
+    assert chunked["best"] and all(r["tp"] * r["pp"] * r["dp"] * r["cp"] == 16 for r in chunked["best"])

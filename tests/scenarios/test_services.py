@@ -64,12 +64,15 @@ def test_scenario_slow_nodes_accept_node_names(scenario, user):
         services.scenario_update(scenario=scenario, user=user, what_if={"slow_nodes": ["node99999"]})
 
 
-def test_scenario_nodes_override_becomes_the_cluster_size(scenario, user, job):
+def test_scenario_nodes_override_is_a_file_field_that_sizes_the_cluster(scenario, user, job):
+    from scenarios.sim.scenario import parse_scenario
+
     job["parallel"]["dp"] = 8
     services.scenario_update(scenario=scenario, user=user, job=job, what_if={"nodes": 8})
     data = services.scenario_to_dict(scenario=scenario)
-    assert data["cluster"]["nodes"] == 8
-    assert "nodes" not in data.get("what_if", {})
+    assert data["cluster"]["nodes"] == 4 and data["what_if"]["nodes"] == 8  # the form's field, in the file
+    cluster = parse_scenario(data).effective_cluster()
+    assert cluster.nodes == 8 and cluster.tiers is None  # sized by the generator at 8 nodes
 
 
 def test_scenario_duplicate_picks_a_fresh_name(scenario, user):

@@ -112,7 +112,7 @@ def test_scenario_form_maps_service_errors_by_path():
         ValidationError({"job.model.moe.top_k": "job.model.moe.top_k: must be ≤ experts (8)"})
     )
     form.add_service_errors(ValidationError({"__all__": "something global"}))
-    assert form.errors["moe_top_k"] == ["must be ≤ experts (8)"]
+    assert form.errors["top_k"] == ["must be ≤ experts (8)"]
     assert form.non_field_errors() == ["something global"]
 
 
@@ -417,3 +417,49 @@ def test_new_scenario_without_a_design_lets_the_user_choose_one(client, user, de
     html = response.content.decode()
     assert design.name in html
     assert f"?design={design.pk}" in html
+
+
+def test_the_scenario_form_is_the_scenario_formats_own_declarations(client, user, design):
+    """Every web field of the format has its input, with the format's label and path; nothing else."""
+    from scenarios.forms import FIELD_PATHS, FORM_SECTIONS
+
+    declared = {f"{s.path}.{f.key}": f for s in FORM_SECTIONS for f in s.fields if f.web}
+    assert set(FIELD_PATHS.values()) == set(declared)
+    client.force_login(user)
+    html = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").content.decode()
+    for name, path in FIELD_PATHS.items():
+        assert f'data-path="{path}"' in html, path
+        assert f">{declared[path].label}</label>" in _field_block(html, name), path
+
+
+def test_the_form_and_the_file_accept_the_same_what_if(client, user, design):
+    """The form's "Servers in the cluster" is the file's what_if.nodes: an import keeps it."""
+    client.force_login(user)
+    text = f"""
+version: 1
+name: sized
+cluster: {{generator: rail-optimized, server: dgx-h100, nodes: {NODES}}}
+job:
+  model: {{layers: 24, hidden: 2048, heads: 16, vocab: 51200, seq_len: 2048}}
+  global_batch: 64
+  micro_batch: 2
+  parallel: {{tp: 8, pp: 1, dp: {2 * NODES}}}
+what_if: {{nodes: {2 * NODES}, spine_capacity_scale: 0.5}}
+"""
+    response = client.post(reverse("scenarios:scenario-import"), {"design": design.pk, "text": text})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    imported = Scenario.objects.get(name="sized")
+    assert imported.what_if == {"nodes": 2 * NODES, "spine_capacity_scale": 0.5}
+    form_html = client.get(imported.get_absolute_url()).content.decode()
+    assert f'name="what_if_nodes" value="{2 * NODES}"' in form_html
+
+
+def test_the_node_limit_is_the_fabrics_own_and_stands_next_to_its_field(client, user, design):
+    client.force_login(user)
+    response = client.post(
+        reverse("scenarios:scenario-new") + f"?design={design.pk}",
+        _form_data(what_if_nodes="100000", dp="100000", global_batch="400000"),
+    )
+    assert response.status_code == 400
+    block = _field_block(response.content.decode(), "what_if_nodes")
+    assert "has-error" in block and "dgx-h100 nodes fit a 3-tier fabric" in block

@@ -637,7 +637,7 @@ def test_parse_power_defaults_and_the_documented_example():
         ({"storage": {"joules_per_gpu": -1}}, "power.storage.joules_per_gpu: must be ≥ 0 (got -1)"),
         ({"events": ["reboot"]}, "power.events[0].kind: must be one of start, checkpoint, crash, restart"),
         ({"band_hz": [0.1, 900]}, "power.band_hz: the upper edge must be at most the Nyquist frequency"),
-        ({"stagger_groups": 0}, "power.stagger_groups: must lie in 1..64 (got 0)"),
+        ({"stagger_groups": 0}, "power.stagger_groups: must be ≥ 1 (got 0)"),
         ({"windows": 3}, "power.windows: unknown field"),
     ],
 )

@@ -61,6 +61,24 @@ def test_feed_capacity_uses_three_phase_power_and_derating(catalog):
     assert feed.capacity_kw == pytest.approx(415 * 63 * 3**0.5 * 0.95 * 0.8 / 1000)
 
 
+def test_seed_catalog_failure_rates_reproduce_llama3_table5(catalog):
+    """Dubey et al. 2024, Table 5: 54 days on 16,384 H100 (2,048 DGX H100 servers)."""
+    years = 54 / 365
+    gpu = catalog.gpu("h100-sxm")
+    assert gpu.hbm_annual_failure_rate * 16_384 * years == pytest.approx(72, rel=0.005)
+    # the GPU rate excludes HBM: the two add up to the 268 GPU-attributed interruptions
+    both = gpu.annual_failure_rate + gpu.hbm_annual_failure_rate
+    assert both * 16_384 * years == pytest.approx(268, rel=0.005)
+    server = catalog.server("dgx-h100")
+    per_server = (
+        server.annual_failure_rate
+        + server.nic_annual_failure_rate * server.nics_per_server
+        + server.psu_annual_failure_rate
+    )
+    assert per_server * 2048 * years == pytest.approx(21, rel=0.01)  # host-attributed rows
+    assert all(feed.annual_failure_rate > 0 for feed in catalog.feeds.values())
+
+
 def test_catalog_unknown_slug_names_the_slug_and_the_known_ones(catalog):
     with pytest.raises(CatalogError, match=r"server: unknown slug 'dgx-z9'.*dgx-a100"):
         catalog.server("dgx-z9")

@@ -117,19 +117,10 @@ def generate(
     """
     name = str(name).replace("_", "-")  # "rail_optimized" and "rail-optimized" both work
     switch, feed = switch or None, feed or None  # a blank form field means "default"
-    if name not in GENERATORS:
-        raise FabricError(f"generator: unknown {name!r} (known: {', '.join(GENERATORS)})")
-    server_spec = catalog.server(server)
-    nic = _check_params(server_spec, nodes, oversubscription, nic_gbps, su_nodes, tiers, rack_units)
-    if name == "nvl72":
-        _check_nvl72(server_spec, nodes)
-    elif server_spec.scaleup_domain_gpus > server_spec.gpus_per_server:
-        raise FabricError(
-            f"server: {server_spec.slug} trays form {server_spec.scaleup_domain_gpus}-GPU racks; "
-            "use the nvl72 generator"
-        )
+    server_spec, nic, fabric = _buildable(
+        name, catalog, server, nodes, oversubscription, nic_gbps, su_nodes, switch, tiers, rack_units
+    )
     rail = name != "fat-tree"
-    fabric = _choose_fabric(catalog, server_spec, nodes, nic, oversubscription, su_nodes, switch, tiers, rail)
     tree_and_links = _wire(server_spec, nodes, fabric, tiers, rail)
     params = {
         "server": server_spec.slug,
@@ -149,6 +140,52 @@ def generate(
             f"chose {fabric.switch.slug}"
         )
     return _assemble(name, catalog, server_spec, params, fabric, tree_and_links, feed, rack_units, notes)
+
+
+def check_buildable(
+    name: str,
+    *,
+    catalog: Catalog,
+    server: str,
+    nodes: int,
+    oversubscription: float = 1.0,
+    nic_gbps: float | None = None,
+    su_nodes: int | None = None,
+    switch: str | None = None,
+    tiers: int | None = None,
+) -> None:
+    """Raise the FabricError ``generate`` would raise for these parameters, without building the
+    plan (microseconds: the parameter rules and the switch sizing only). This is the real node
+    limit of a server and switch: what a scenario is checked against when it is saved."""
+    _buildable(
+        str(name).replace("_", "-"),
+        catalog,
+        server,
+        nodes,
+        oversubscription,
+        nic_gbps,
+        su_nodes,
+        switch or None,
+        tiers,
+        None,
+    )
+
+
+def _buildable(name, catalog, server, nodes, oversubscription, nic_gbps, su_nodes, switch, tiers, rack_units):
+    if name not in GENERATORS:
+        raise FabricError(f"generator: unknown {name!r} (known: {', '.join(GENERATORS)})")
+    server_spec = catalog.server(server)
+    nic = _check_params(server_spec, nodes, oversubscription, nic_gbps, su_nodes, tiers, rack_units)
+    if name == "nvl72":
+        _check_nvl72(server_spec, nodes)
+    elif server_spec.scaleup_domain_gpus > server_spec.gpus_per_server:
+        raise FabricError(
+            f"server: {server_spec.slug} trays form {server_spec.scaleup_domain_gpus}-GPU racks; "
+            "use the nvl72 generator"
+        )
+    rail = name != "fat-tree"
+    fabric = _choose_fabric(catalog, server_spec, nodes, nic, oversubscription, su_nodes, switch, tiers, rail)
+    return server_spec, nic, fabric
 
 
 # ---- parameter checks ------------------------------------------------------------------------

@@ -41,7 +41,8 @@ class GpuSpec:
     tdp_w: float
     idle_w: float
     scaleup_gbytes_per_s: float
-    annual_failure_rate: float
+    annual_failure_rate: float  # per GPU-year, excluding HBM faults (counted below)
+    hbm_annual_failure_rate: float  # per GPU-year: faults of the GPU's HBM stacks
     efficiency: Mapping[str, float] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
 
@@ -70,7 +71,9 @@ class ServerSpec:
     base_power_w: float
     rack_units: int
     servers_per_rack: int
-    annual_failure_rate: float
+    annual_failure_rate: float  # per server-year: host faults (CPU, DRAM, SSD, board, chassis)
+    nic_annual_failure_rate: float  # per scale-out NIC-year
+    psu_annual_failure_rate: float  # per server-year: power-supply faults that stop the server
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -114,6 +117,7 @@ class FeedSpec:
     phases: int
     power_factor: float
     derating: float
+    annual_failure_rate: float  # per feed-year: the circuit stops delivering power
     sources: Mapping[str, str] = field(default_factory=dict)
 
     @property

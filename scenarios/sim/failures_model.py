@@ -1,0 +1,610 @@
+"""What can fail under a job, how often, and what each fault takes with it (pure, vectorized).
+
+``failure_components(plan, fabric, job_nodes, catalog)`` turns a design and the servers a job
+runs on into a :class:`FailureModel`: hazard classes (every member of a class has the same
+annual failure rate, from the catalog entry of its type) with flat member arrays giving each
+member's component index, rack, job slot and blast radius.
+
+Blast radius (``docs/failure-model.md``):
+
+- GPU, HBM, host, NIC, PSU, and the NIC-to-leaf cable/optic: the job stops and loses that
+  server until it is repaired (the cable until it is replaced);
+- a leaf: the job stops and loses every server with a NIC on that leaf (rail-optimized: one
+  rail of a whole scalable unit) until the leaf is replaced;
+- a spine, a core or a switch-to-switch link: the job keeps running on the degraded fabric
+  (at the step time the caller computed for it) until the part is replaced;
+- a power feed: its racks lose power only when every feed serving them is down (A/B: a rack
+  stays up while one side still works); a rack without power loses its servers and the
+  switches in it (a leaf takes its servers, a spine or core degrades the fabric).
+
+Only components the job uses count: its servers, the leaves its NICs reach, the spines above
+those leaves, the cores above those spines when the job spans several pods, the links between
+them and the feeds of every rack holding any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scenarios.sim.errors import ScenarioError
+from scenarios.sim.flops import embedding_params, layer_params
+from scenarios.sim.scenario import JobSpec
+from topology.fabric.plan import LINK_LEAF_SPINE, LINK_SPINE_CORE, TIER_CORE, TIER_LEAF, TIER_SPINE
+
+if TYPE_CHECKING:
+    from topology.fabric.compiled import CompiledFabric
+    from topology.fabric.plan import FabricPlan
+    from topology.fabric.specs import Catalog
+
+__all__ = [
+    "CATEGORIES",
+    "DEGRADE_KINDS",
+    "CheckpointSize",
+    "FailureModel",
+    "HazardClass",
+    "checkpoint_size",
+    "degraded_fabric",
+    "failure_components",
+]
+
+#: Interruption categories (those of Dubey et al. 2024, Table 5, plus power and planned).
+CATEGORIES = ("gpu", "host", "network", "software", "maintenance", "power", "planned")
+#: Fabric parts whose loss slows the job instead of stopping it.
+DEGRADE_KINDS = ("spine", "core", "fabric_link")
+#: Server hardware kinds: the hazards a lemon node multiplies.
+SERVER_KINDS = ("gpu", "hbm", "host", "nic", "psu")
+#: Effects of a hazard class.
+STOP_REMOVE, DEGRADE, FEED = "stop_remove", "degrade", "feed"
+#: Which repair time returns a removed part: spec.repair_hours, switch_, link_ or feed_repair_hours.
+REPAIR_KINDS = ("server", "switch", "link", "feed")
+
+#: Checkpoint bytes per parameter: bf16 weights (2) + fp32 master weights (4) + Adam m and v
+#: (4 + 4); gradients are not saved (Megatron-LM distributed optimizer checkpoint layout, the
+#: same 12 B of optimizer state as scenarios.sim.memory).
+CHECKPOINT_BYTES_PER_PARAM = 14.0
+
+
+@dataclass(frozen=True)
+class HazardClass:
+    """Components of one kind and type, all with the same hazard.
+
+    Attributes
+    ----------
+    kind : str
+        gpu, hbm, host, nic, psu, nic_link, leaf, spine, core, fabric_link, feed.
+    category : str
+        One of ``CATEGORIES``.
+    effect : str
+        ``stop_remove`` (the job stops; ``member_removes`` servers leave until repaired),
+        ``degrade`` (the job slows until repaired) or ``feed`` (see the module docstring).
+    rate_per_year : float
+        Failures per member per 365-day year (catalog ``*annual_failure_rate``).
+    offset, count : int
+        The members are ``offset .. offset + count - 1`` of the model's member arrays.
+    repair : str
+        One of ``REPAIR_KINDS``: which repair time brings the part (and its servers) back.
+    """
+
+    kind: str
+    category: str
+    effect: str
+    rate_per_year: float
+    offset: int
+    count: int
+    repair: str
+
+    @property
+    def degrade_slot(self) -> int:
+        return DEGRADE_KINDS.index(self.kind) if self.kind in DEGRADE_KINDS else -1
+
+
+@dataclass(frozen=True, eq=False)
+class FailureModel:
+    """The failure-relevant structure of a job on a design.
+
+    Shapes: N job servers, M members over all classes, R racks, F feeds of the job's racks
+    (K = most racks one feed serves), S switches of the design.
+
+    Attributes
+    ----------
+    job_nodes : ndarray (N,) int64
+        Design node index of each job slot.
+    node_rack : ndarray (N,) int64
+        Rack of each job slot.
+    classes : tuple of HazardClass
+    member_component : ndarray (M,) int64
+        Component index in its kind's index space (GPU, NIC port, node, link, switch, feed).
+    member_rack : ndarray (M,) int64
+        Rack the member sits in (a link: the rack of its lower end).
+    member_slot : ndarray (M,) int64
+        Job slot of the server it belongs to (-1 for network parts and feeds).
+    member_removes : ndarray (M,) int64
+        Servers the job loses when it fails alone (0 for degrading parts and feeds).
+    member_feed : ndarray (M,) int64
+        For feed members, the row in ``feed_racks`` (else -1).
+    feed_racks : ndarray (F, K) int64
+        Racks each job-relevant feed serves (-1 padding).
+    rack_n_feeds : ndarray (R,) int64
+        Feeds serving each rack.
+    rack_removes : ndarray (R,) int64
+        Distinct job servers lost when the rack loses power (its servers and those under
+        the leaves it holds).
+    rack_degrades : ndarray (R, 3) bool
+        Whether the rack holds used spines / cores (``DEGRADE_KINDS`` order; links never).
+    nic_leaf : ndarray (N * nics,) int64
+        Leaf switch of each job NIC port (slot-major), for blast-radius queries.
+    switch_rack : ndarray (S,) int64
+    """
+
+    n_racks: int
+    n_design_nodes: int
+    gpus_per_server: int
+    nics_per_server: int
+    job_nodes: np.ndarray
+    node_rack: np.ndarray
+    classes: tuple[HazardClass, ...]
+    member_component: np.ndarray
+    member_rack: np.ndarray
+    member_slot: np.ndarray
+    member_removes: np.ndarray
+    member_feed: np.ndarray
+    feed_racks: np.ndarray
+    rack_n_feeds: np.ndarray
+    rack_removes: np.ndarray
+    rack_degrades: np.ndarray
+    nic_leaf: np.ndarray
+    switch_rack: np.ndarray
+
+    @property
+    def n_job_nodes(self) -> int:
+        return int(self.job_nodes.size)
+
+    @property
+    def idle_nodes(self) -> int:
+        """Design servers the job does not use: hot spares (with ``spare_servers``)."""
+        return self.n_design_nodes - self.n_job_nodes
+
+    def server_hazards_per_year(self) -> dict[str, float]:
+        """Per-server hardware hazard by kind (failures per server-year), for lemon nodes."""
+        out = dict.fromkeys(SERVER_KINDS, 0.0)
+        for cls in self.classes:
+            if cls.kind in out:
+                out[cls.kind] += cls.rate_per_year * cls.count / max(self.n_job_nodes, 1)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Components the job depends on, by kind."""
+        out: dict[str, int] = {}
+        for cls in self.classes:
+            out[cls.kind] = out.get(cls.kind, 0) + cls.count
+        return out
+
+    def blast_radius(self, kind: str, component: int) -> np.ndarray:
+        """Design node indices of the job servers lost when one component fails alone.
+
+        Parameters
+        ----------
+        kind : str
+            A ``HazardClass.kind`` or "rack" (the rack losing power).
+        component : int
+            Index in that kind's index space (a rack index for "rack").
+
+        Returns
+        -------
+        ndarray of int64, sorted (empty for a part that degrades, or a feed whose racks keep
+        another feed).
+        """
+        if kind == "rack":
+            return np.sort(self.job_nodes[self._rack_slots(int(component))])
+        member = self.member_index(kind, component)
+        cls = next(c for c in self.classes if c.offset <= member < c.offset + c.count)
+        if cls.effect == DEGRADE:
+            return np.zeros(0, np.int64)
+        if kind == "leaf":
+            slots = np.unique(np.flatnonzero(self.nic_leaf == component) // self.nics_per_server)
+            return np.sort(self.job_nodes[slots])
+        if cls.effect == FEED:
+            racks = self.feed_racks[self.member_feed[member]]
+            racks = racks[(racks >= 0) & (self.rack_n_feeds[np.maximum(racks, 0)] == 1)]
+            slots = [self._rack_slots(int(r)) for r in racks]
+            joined = np.unique(np.concatenate(slots)) if slots else np.zeros(0, np.int64)
+            return np.sort(self.job_nodes[joined])
+        return self.job_nodes[self.member_slot[member : member + 1]]
+
+    def member_index(self, kind: str, component: int) -> int:
+        """Row in the member arrays of component ``component`` of ``kind``.
+
+        Raises
+        ------
+        ScenarioError
+            When the job does not depend on that component.
+        """
+        for cls in self.classes:
+            if cls.kind != kind:
+                continue
+            rows = cls.offset + np.flatnonzero(
+                self.member_component[cls.offset : cls.offset + cls.count] == component
+            )
+            if rows.size:
+                return int(rows[0])
+        raise ScenarioError(f"failures.events: the job does not use {kind} {component}")
+
+    def _rack_slots(self, rack: int) -> np.ndarray:
+        in_rack = np.flatnonzero(self.node_rack == rack)
+        leaves = np.flatnonzero(self.switch_rack == rack)
+        under = np.flatnonzero(np.isin(self.nic_leaf, leaves)) // self.nics_per_server
+        return np.unique(np.concatenate([in_rack, under]))
+
+
+def failure_components(
+    plan: FabricPlan,
+    fabric: CompiledFabric,
+    job_nodes: np.ndarray | list[int] | None = None,
+    catalog: Catalog | None = None,
+) -> FailureModel:
+    """Hazard classes and blast radii of a job on a design.
+
+    Parameters
+    ----------
+    plan : topology.fabric.plan.FabricPlan
+        The design (a generator's output or ``topology.selectors.design_plan``).
+    fabric : topology.fabric.compiled.CompiledFabric
+        ``compile_plan(plan)``: NIC -> leaf, switch pods.
+    job_nodes : array-like of int, optional
+        Design node indices the job runs on (default: every node).
+    catalog : topology.fabric.specs.Catalog, optional
+        Take failure rates from this catalog (by the plan's slugs) instead of the specs stored
+        in the plan, so a saved design picks up a curator's newer figures.
+
+    Returns
+    -------
+    FailureModel
+
+    Raises
+    ------
+    ScenarioError
+        When ``job_nodes`` is empty, repeats a node or names one outside the design.
+    """
+    n_nodes = plan.n_nodes
+    slots = np.arange(n_nodes, dtype=np.int64) if job_nodes is None else np.asarray(job_nodes, np.int64)
+    if slots.ndim != 1 or slots.size == 0:
+        raise ScenarioError("failures.job_nodes: must list at least one node index")
+    if slots.min() < 0 or slots.max() >= n_nodes:
+        raise ScenarioError(
+            f"failures.job_nodes: node indices must lie in 0..{n_nodes - 1} "
+            f"(got {slots.min()}..{slots.max()})"
+        )
+    if np.unique(slots).size != slots.size:
+        raise ScenarioError("failures.job_nodes: a node is listed twice")
+    specs = _specs(plan, catalog)
+    nics = plan.nics_per_node
+    gpus = int(plan.server.gpus_per_server)
+    ports = (slots[:, None] * nics + np.arange(nics)).ravel()
+    nic_leaf = np.asarray(fabric.nic_leaf)[ports]
+    used = _used_network(plan, fabric, nic_leaf)
+    builder = _Builder()
+    node_rack = np.asarray(plan.node_rack)[slots]
+    n_slots = slots.size
+    slot_of = np.arange(n_slots)
+    gpu_slot = np.repeat(slot_of, gpus)
+    gpu_ids = (slots[:, None] * gpus + np.arange(gpus)).ravel()
+    server = specs["server"]
+    builder.add(
+        "gpu", "gpu", STOP_REMOVE, specs["gpu"].annual_failure_rate, gpu_ids, node_rack[gpu_slot], gpu_slot
+    )
+    builder.add(
+        "hbm",
+        "gpu",
+        STOP_REMOVE,
+        specs["gpu"].hbm_annual_failure_rate,
+        gpu_ids,
+        node_rack[gpu_slot],
+        gpu_slot,
+    )
+    builder.add("host", "host", STOP_REMOVE, server.annual_failure_rate, slots, node_rack, slot_of)
+    nic_slot = np.repeat(slot_of, nics)
+    builder.add(
+        "nic", "host", STOP_REMOVE, server.nic_annual_failure_rate, ports, node_rack[nic_slot], nic_slot
+    )
+    builder.add("psu", "host", STOP_REMOVE, server.psu_annual_failure_rate, slots, node_rack, slot_of)
+    nic_links = np.asarray(fabric.nic_link)[ports]
+    link_rate = specs["link_rate"][plan.link_type]
+    link_rack = np.asarray(fabric.link_rack)
+    builder.add_grouped(
+        "nic_link",
+        "network",
+        STOP_REMOVE,
+        link_rate[nic_links],
+        nic_links,
+        link_rack[nic_links],
+        nic_slot,
+        "link",
+    )
+    switch_rate = specs["switch_rate"][plan.switch_type]
+    switch_rack = np.asarray(plan.switch_rack)
+    leaves, leaf_removes = used["leaves"], used["leaf_removes"]
+    builder.add_grouped(
+        "leaf",
+        "network",
+        STOP_REMOVE,
+        switch_rate[leaves],
+        leaves,
+        switch_rack[leaves],
+        -1,
+        "switch",
+        leaf_removes,
+    )
+    for kind in ("spine", "core"):
+        ids = used[kind]
+        builder.add_grouped(
+            kind, "network", DEGRADE, switch_rate[ids], ids, switch_rack[ids], -1, "switch", 0
+        )
+    links = used["fabric_links"]
+    builder.add_grouped(
+        "fabric_link", "network", DEGRADE, link_rate[links], links, link_rack[links], -1, "link", 0
+    )
+    racks = _rack_structure(plan, node_rack, nic_leaf, nics, used)
+    feeds = racks.pop("feeds")
+    feed_rate = specs["feed_rate"][np.asarray(plan.feed_type)[feeds]] if feeds.size else np.zeros(0)
+    first_rack = racks["feed_racks"][:, 0] if feeds.size else np.zeros(0, np.int64)
+    builder.add_grouped(
+        "feed", "power", FEED, feed_rate, feeds, first_rack, -1, "feed", 0, aux=np.arange(feeds.size)
+    )
+    return FailureModel(
+        n_racks=int(plan.n_racks),
+        n_design_nodes=int(n_nodes),
+        gpus_per_server=gpus,
+        nics_per_server=int(nics),
+        job_nodes=slots,
+        node_rack=node_rack,
+        nic_leaf=nic_leaf,
+        switch_rack=switch_rack,
+        **builder.arrays(),
+        **racks,
+    )
+
+
+def _specs(plan, catalog) -> dict:
+    """The plan's specs, re-read from ``catalog`` by slug when one is given."""
+    server, gpu = plan.server, plan.gpu
+    switches, links, feeds = plan.switch_types, plan.link_types, plan.feed_types
+    if catalog is not None:
+        server, gpu = catalog.server(server.slug), catalog.gpu(gpu.slug)
+        switches = tuple(catalog.switch(s.slug) for s in switches)
+        links = tuple(catalog.link(s.slug) for s in links)
+        feeds = tuple(catalog.feed(s.slug) for s in feeds)
+    return {
+        "server": server,
+        "gpu": gpu,
+        "switch_rate": np.array([s.annual_failure_rate for s in switches] or [0.0]),
+        "link_rate": np.array([s.annual_failure_rate for s in links] or [0.0]),
+        "feed_rate": np.array([s.annual_failure_rate for s in feeds] or [0.0]),
+    }
+
+
+class _Builder:
+    """Collects hazard classes and concatenates their member arrays."""
+
+    def __init__(self) -> None:
+        self.classes: list[HazardClass] = []
+        self.columns: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("component", "rack", "slot", "removes", "feed")
+        }
+        self.size = 0
+
+    def add(self, kind, category, effect, rate, component, rack, slot, repair="server", removes=1, aux=None):
+        component = np.asarray(component, np.int64)
+        count = int(component.size)
+        if count == 0:
+            return
+        self.classes.append(HazardClass(kind, category, effect, float(rate), self.size, count, repair))
+        for key, value in (("component", component), ("rack", rack), ("slot", slot), ("removes", removes)):
+            self.columns[key].append(np.broadcast_to(np.asarray(value, np.int64), (count,)).copy())
+        self.columns["feed"].append(
+            np.full(count, -1, np.int64) if aux is None else np.asarray(aux, np.int64)
+        )
+        self.size += count
+
+    def add_grouped(self, kind, category, effect, rates, component, rack, slot, repair, removes=1, aux=None):
+        """One class per distinct rate (members of one kind may be of several catalog types)."""
+        rates = np.asarray(rates, float)
+        count = rates.size
+        columns = [
+            np.broadcast_to(np.asarray(v, np.int64), (count,)) for v in (component, rack, slot, removes)
+        ]
+        aux = None if aux is None else np.asarray(aux, np.int64)
+        for rate in np.unique(rates):
+            pick = rates == rate
+            self.add(
+                kind,
+                category,
+                effect,
+                rate,
+                *(column[pick] for column in columns[:3]),
+                repair=repair,
+                removes=columns[3][pick],
+                aux=None if aux is None else aux[pick],
+            )
+
+    def arrays(self) -> dict:
+        def join(key):
+            parts = self.columns[key]
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+        return {
+            "classes": tuple(self.classes),
+            "member_component": join("component"),
+            "member_rack": join("rack"),
+            "member_slot": join("slot"),
+            "member_removes": join("removes"),
+            "member_feed": join("feed"),
+        }
+
+
+def _used_network(plan, fabric, nic_leaf: np.ndarray) -> dict[str, np.ndarray]:
+    """Leaves, spines, cores and switch-to-switch links the job's traffic can use."""
+    n_switches = int(plan.switch_type.size)
+    offset = plan.n_nic_ports
+    nics = plan.nics_per_node
+    leaf_slot = np.repeat(np.arange(nic_leaf.size // max(nics, 1)), nics)
+    pairs = np.unique(nic_leaf * (leaf_slot.size + 1) + leaf_slot)
+    leaves, leaf_removes = np.unique(pairs // (leaf_slot.size + 1), return_counts=True)
+    is_used_leaf = np.zeros(n_switches, bool)
+    is_used_leaf[leaves] = True
+    lower = np.asarray(plan.link_a) - offset
+    upper = np.asarray(plan.link_b) - offset
+    tier = np.asarray(plan.link_tier)
+    tier1 = np.flatnonzero((tier == LINK_LEAF_SPINE) & is_used_leaf[np.maximum(lower, 0)])
+    spines = np.unique(upper[tier1])
+    # Rail-aligned traffic stays in its rail; cores carry it only when one rail's (or, in a
+    # fat tree, the job's) leaves sit in several pods.
+    rail = np.asarray(plan.switch_rail)[leaves]
+    pod = np.asarray(fabric.switch_pod)[leaves]
+    rail_pods = np.unique(np.stack([rail, pod]), axis=1)
+    if np.unique(rail_pods[0]).size < rail_pods.shape[1]:
+        is_used_spine = np.zeros(n_switches, bool)
+        is_used_spine[spines] = True
+        tier2 = np.flatnonzero((tier == LINK_SPINE_CORE) & is_used_spine[np.maximum(lower, 0)])
+    else:
+        tier2 = np.zeros(0, np.int64)
+    cores = np.unique(upper[tier2])
+    switch_tier = np.asarray(plan.switch_tier)
+    assert np.all(switch_tier[leaves] == TIER_LEAF)
+    assert np.all(switch_tier[spines] == TIER_SPINE) and np.all(switch_tier[cores] == TIER_CORE)
+    return {
+        "leaves": leaves,
+        "leaf_removes": leaf_removes,
+        "spine": spines,
+        "core": cores,
+        "fabric_links": np.concatenate([tier1, tier2]),
+    }
+
+
+def _rack_structure(plan, node_rack, nic_leaf, nics, used) -> dict[str, np.ndarray]:
+    """Per rack: servers lost without power and degrading switches; the feeds that matter."""
+    n_racks = int(plan.n_racks)
+    n_slots = node_rack.size
+    leaf_slot = np.repeat(np.arange(n_slots), nics)
+    switch_rack = np.asarray(plan.switch_rack)
+    pair_rack = np.concatenate([node_rack, switch_rack[nic_leaf]])
+    pair_slot = np.concatenate([np.arange(n_slots), leaf_slot])
+    unique_pairs = np.unique(pair_rack * n_slots + pair_slot)
+    rack_removes = np.bincount(unique_pairs // n_slots, minlength=n_racks).astype(np.int64)
+    rack_degrades = np.zeros((n_racks, len(DEGRADE_KINDS)), bool)
+    rack_degrades[switch_rack[used["spine"]], 0] = True
+    rack_degrades[switch_rack[used["core"]], 1] = True
+    feed_of_pair = np.asarray(plan.feed_rack_feed)
+    rack_of_pair = np.asarray(plan.feed_rack_rack)
+    rack_n_feeds = np.bincount(rack_of_pair, minlength=n_racks).astype(np.int64)
+    matters = (rack_removes > 0) | rack_degrades.any(axis=1)
+    relevant = matters[rack_of_pair]
+    feeds = np.unique(feed_of_pair[relevant])
+    pair_feed, pair_rack = feed_of_pair[relevant], rack_of_pair[relevant]
+    order = np.lexsort((pair_rack, pair_feed))
+    pair_feed, pair_rack = pair_feed[order], pair_rack[order]
+    row = np.searchsorted(feeds, pair_feed)
+    per_feed = np.bincount(row, minlength=feeds.size)
+    width = int(per_feed.max()) if feeds.size else 1
+    column = np.arange(row.size) - (np.cumsum(per_feed) - per_feed)[row]
+    feed_racks = np.full((feeds.size, width), -1, np.int64)
+    feed_racks[row, column] = pair_rack
+    return {
+        "feeds": feeds.astype(np.int64),
+        "feed_racks": feed_racks,
+        "rack_n_feeds": rack_n_feeds,
+        "rack_removes": rack_removes,
+        "rack_degrades": rack_degrades,
+    }
+
+
+# --- checkpoint state and degraded fabrics ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    """Bytes a checkpoint writes and a restart reads.
+
+    Attributes
+    ----------
+    save_bytes : float
+        Unique training state written by one checkpoint (every shard once).
+    reload_bytes : float
+        Bytes read from storage by one restart: the state once with ZeRO >= 1 (each rank reads
+        its own shard); without ZeRO every data-parallel replica reads the full state of its
+        model-parallel slice (assumed: no read-once-and-broadcast), ``dp * cp`` times the state.
+    """
+
+    save_bytes: float
+    reload_bytes: float
+
+    def save_s(self, storage_gbytes_per_s: float) -> float:
+        return self.save_bytes / (storage_gbytes_per_s * 1e9)
+
+    def reload_s(self, storage_gbytes_per_s: float) -> float:
+        return self.reload_bytes / (storage_gbytes_per_s * 1e9)
+
+
+def checkpoint_size(job: JobSpec) -> CheckpointSize:
+    """Checkpoint size of a job from its model (``layer_params``, ``embedding_params``).
+
+    ``CHECKPOINT_BYTES_PER_PARAM`` bytes per parameter; ZeRO sharding changes what a restart
+    reads, not what is saved (see :class:`CheckpointSize`).
+    """
+    per_layer = sum(layer_params(job.model).values())
+    embed_in, embed_out = embedding_params(job.model)
+    params = job.model.layers * per_layer + embed_in + embed_out
+    state = params * CHECKPOINT_BYTES_PER_PARAM
+    replicas = 1 if job.zero >= 1 else job.parallel.dp * job.parallel.cp
+    return CheckpointSize(save_bytes=state, reload_bytes=state * replicas)
+
+
+def degraded_fabric(fabric: CompiledFabric, kind: str) -> CompiledFabric:
+    """The fabric with one part of ``kind`` lost, for the caller's degraded step time.
+
+    Routing is unchanged (the core's ECMP spreads over every path), so instead of removing the
+    part, every switch right below it loses the share of its uplink capacity that went to it:
+    one of ``n`` spines costs each leaf of that pod ``1/n`` of its uplinks, one core costs each
+    spine wired to it the share of its uplinks to that core, one leaf uplink costs its leaf
+    ``1/n``. The part is the first one the first NIC's traffic can reach (generated designs
+    are uniform, so any other gives the same figure).
+
+    Parameters
+    ----------
+    fabric : CompiledFabric
+    kind : one of ``DEGRADE_KINDS``
+
+    Returns
+    -------
+    CompiledFabric
+        A copy with scaled capacities (``scenarios.sim.network.fabric_with_capacity_scale``),
+        or ``fabric`` itself when it has no such part.
+    """
+    from scenarios.sim.network import fabric_with_capacity_scale
+
+    if kind not in DEGRADE_KINDS:
+        raise ScenarioError(f"kind: must be one of {', '.join(DEGRADE_KINDS)} (got {kind!r})")
+    up_ptr = np.asarray(fabric.up_ptr)
+    up_link = np.asarray(fabric.up_link)
+    up_upper = np.asarray(fabric.up_upper)
+    lower = np.repeat(np.arange(up_ptr.size - 1), np.diff(up_ptr))
+    tier = np.asarray(fabric.link_tier)[up_link]
+    leaf = int(np.asarray(fabric.nic_leaf)[0])
+    if kind == "fabric_link":
+        affected = lower == leaf
+        share = 1.0 / max(int(affected.sum()), 1)
+    else:
+        wanted = LINK_LEAF_SPINE if kind == "spine" else LINK_SPINE_CORE
+        candidates = np.flatnonzero((tier == wanted) & ((lower == leaf) if kind == "spine" else True))
+        if candidates.size == 0:
+            return fabric
+        part = up_upper[candidates[0]]
+        lowers = np.unique(lower[(tier == wanted) & (up_upper == part)])
+        affected = np.isin(lower, lowers) & (tier == wanted)
+        first = lower == lowers[0]
+        share = np.count_nonzero(first & (up_upper == part)) / np.count_nonzero(first & (tier == wanted))
+    if not affected.any() or share >= 1.0:
+        return fabric
+    return fabric_with_capacity_scale(fabric, up_link[affected], 1.0 - share)
