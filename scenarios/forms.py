@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios.sim import power_spec, schema
+from scenarios.sim import failures_spec, power_spec, schema
 from scenarios.sim.fields import Field, Section
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
@@ -26,13 +26,17 @@ FORM_SECTIONS: tuple[Section, ...] = (
     schema.JOB,
     schema.PARALLEL,
     schema.WHAT_IF,
+    failures_spec.FAILURES,
+    failures_spec.CHECKPOINT,
+    failures_spec.RATES,
+    failures_spec.LEMONS,
     power_spec.POWER,
     power_spec.POWER_GPU,
     power_spec.POWER_STORAGE,
 )
 OPTIONAL_SECTIONS = ("job.model.moe",)
 #: The scenario file's sections the form fills (each a JSON field of ``Scenario``).
-FILE_SECTIONS = ("job", "what_if", "power")
+FILE_SECTIONS = ("job", "what_if", "failures", "power")
 #: Slug fields and the catalog list their choices come from.
 CATALOG_CHOICES = {"server": "servers", "gpu": "gpus"}
 #: Where errors about a whole section or a derived rule go (the core names the section).

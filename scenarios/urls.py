@@ -21,5 +21,7 @@ urlpatterns = [
     path("runs/<pk:pk>/state/", views.run_state_json, name="run-state"),
     path("runs/<pk:pk>/charts/", views.run_charts, name="run-charts"),
     path("runs/<pk:pk>/cancel/", views.run_cancel_view, name="run-cancel"),
+    path("runs/<pk:pk>/kind-data/", views.run_kind_data, name="run-kind-data"),
+    path("runs/<pk:pk>/arrays/<slug:name>/", views.run_array_bytes, name="run-array"),
     path("compare/", views.compare, name="compare"),
 ]

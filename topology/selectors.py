@@ -181,9 +181,10 @@ def _rack_power(design: Design) -> RackPower:
     )
     gpu_slugs = sorted({servers[st].gpu_type.slug for _, st, _ in counts})
     c_rack, c_type, c_n = (np.asarray(col) for col in zip(*counts, strict=True)) if counts else ([], [], [])
-    switch_rack, switch_w = _column(
-        Switch.objects.filter(rack__hall_id=hall_pk), "rack", "switch_type__power_w"
+    switch_pk, switch_rack, switch_w = _column(
+        Switch.objects.filter(rack__hall_id=hall_pk).order_by("pk"), "pk", "rack", "switch_type__power_w"
     )
+    switch_w = switch_w.astype(float) + _switch_optics_w(design, switch_pk)
     index = _index_of(rack_pk)
     n_racks = rack_pk.size
     server_w = np.array([servers[int(t)].power_w for t in c_type], dtype=float)
@@ -192,7 +193,7 @@ def _rack_power(design: Design) -> RackPower:
         node_rack=index(c_rack),
         node_w=server_w * np.asarray(c_n, dtype=float),
         switch_rack=index(switch_rack),
-        switch_w=switch_w.astype(float),
+        switch_w=switch_w,
     )
     gpu_type = np.full(n_racks, -1, dtype=np.int64)
     if counts:
@@ -208,6 +209,23 @@ def _rack_power(design: Design) -> RackPower:
         gpu_type=gpu_type,
         gpu_slugs=gpu_slugs,
     )
+
+
+def _switch_optics_w(design: Design, switch_pk: np.ndarray) -> np.ndarray:
+    """Transceiver power at each switch of ``switch_pk`` (sorted): half of every link's optics
+    at each switch end, summed in SQL (``topology.fabric.plan.switch_optics_w`` is the same rule
+    on a plan)."""
+    out = np.zeros(switch_pk.size)
+    links = Link.objects.filter(design=design)
+    for end in ("upper_switch", "lower_switch"):
+        pks, watts = _column(
+            links.filter(**{f"{end}__isnull": False}).values(end).annotate(w=Sum("link_type__power_w")),
+            end,
+            "w",
+        )
+        if pks.size:
+            np.add.at(out, np.searchsorted(switch_pk, pks.astype(np.int64)), watts.astype(float) / 2.0)
+    return out
 
 
 def design_floor_plan(*, design: Design) -> FloorPlan:

@@ -147,6 +147,8 @@ TWIN_RUN_KINDS = [
     "scenarios.kinds.step",
     "scenarios.kinds.sweep",
     "scenarios.kinds.search",
+    "scenarios.kinds.failures",
+    "scenarios.kinds.power",
     *[m.strip() for m in os.environ.get("TWIN_EXTRA_RUN_KINDS", "").split(",") if m.strip()],
 ]
 

@@ -170,7 +170,8 @@ def resolve_run(
     rho = _progress_rates(step_time_s, degraded_step_time_s)
     work_s = _work(spec, job_work_s, steps, step_time_s)
     save_s, reload_s = _checkpoint_times(spec, checkpoint)
-    if spec.spare_servers + model.idle_nodes < 0:
+    spares = spec.spares(model.n_job_nodes)
+    if spares + model.idle_nodes < 0:
         raise ScenarioError("failures.spare_servers: must be ≥ 0")
     tables = _class_tables(model, spec)
     stop_rate, planned_rate = tables.pop("stop_rate"), tables.pop("planned_rate")
@@ -204,7 +205,7 @@ def resolve_run(
         rack_degrades=model.rack_degrades,
         feed_repair_s=spec.feed_repair_hours * 3600.0,
         n_racks=model.n_racks,
-        spare_pool=spec.spare_servers + model.idle_nodes,
+        spare_pool=spares + model.idle_nodes,
         **lemon,
         server_repair_s=spec.repair_hours * 3600.0,
         detection_s=spec.detection_s,
@@ -237,7 +238,7 @@ def resolve_run(
         "sweep_s": list(sweep),
         "stop_rate_per_s": stop_rate,
         "planned_rate_per_s": planned_rate,
-        "spare_pool": spec.spare_servers + model.idle_nodes,
+        "spare_pool": spares + model.idle_nodes,
         "n_racks": model.n_racks,
         "job_servers": model.n_job_nodes,
     }

@@ -13,12 +13,11 @@ both small-job and large-job MTTF, so software and operations faults form a per-
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scenarios.sim.errors import ScenarioError
+from scenarios.sim.fields import Field, Section
 
 __all__ = [
     "CheckpointPolicy",
@@ -51,6 +50,8 @@ PLANNED_PER_DAY = 47.0 / LLAMA3_DAYS
 #: Checkpoint storage bandwidth: Llama 3's Tectonic file system sustains 2 TB/s (peak 7 TB/s)
 #: (Dubey et al. 2024, Section 3.3.1).
 STORAGE_GBYTES_PER_S = 2000.0
+#: Spare servers held back beyond the design's idle ones. Assumed: half a 32-server scalable unit.
+DEFAULT_SPARE_SERVERS = 16
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class FailureSpec:
     restart_min: float = 10.0  # assumed: reschedule, container start, NCCL init at 10k+ GPUs
     reload_s: float | None = None  # derived by default: bytes read / storage_gbytes_per_s
     storage_gbytes_per_s: float = STORAGE_GBYTES_PER_S
-    spare_servers: int = 16  # assumed: half a 32-server scalable unit held back
+    spare_servers: int | None = None  # None: DEFAULT_SPARE_SERVERS, at most the job's servers
     repair_hours: float = 48.0  # assumed: vendor RMA / on-site swap of a server part in two days
     switch_repair_hours: float = 4.0  # assumed: on-site spare switch swapped within a shift
     link_repair_hours: float = 4.0  # assumed: optic or cable swapped within a shift
@@ -124,165 +125,177 @@ class FailureSpec:
     weibull_shape: float = 1.0  # exponential gaps (the Poisson process both cited papers assume)
     lemons: LemonSpec = field(default_factory=LemonSpec)
 
+    def spares(self, job_servers: int) -> int:
+        """The spare servers held back: as given, else ``DEFAULT_SPARE_SERVERS`` or the job's
+        server count if that is smaller (16 spares for a 4-server job would be absurd)."""
+        if self.spare_servers is not None:
+            return self.spare_servers
+        return min(DEFAULT_SPARE_SERVERS, int(job_servers))
+
     @property
     def window_s(self) -> float | None:
         return None if self.window_days is None else self.window_days * 86_400.0
 
 
-# --- field readers ------------------------------------------------------------------------
+# --- sections: the format's declarations (scenarios/sim/fields.py) -------------------------
+
+FAILURES = Section(
+    "failures",
+    "Failures",
+    (
+        Field("trials", "Monte Carlo trials", "int", default=1000, lo=1, hi=MAX_TRIALS),
+        Field("seed", "Seed", "int", default=0, lo=0, hi=2**63 - 1),
+        Field(
+            "window_days",
+            "Fixed window",
+            "float",
+            lo=0.0,
+            lo_open=True,
+            hi=MAX_WINDOW_DAYS,
+            unit="days",
+            help="blank = simulate until the job finishes",
+        ),
+        Field("steps", "Job length", "int", lo=1, hi=MAX_STEPS, unit="steps", help="blank = from job.tokens"),
+        Field("detection_s", "Detection time", "float", default=60.0, lo=0.0, hi=MAX_SECONDS, unit="s"),
+        Field("restart_min", "Restart time", "float", default=10.0, lo=0.0, hi=1440.0, unit="min"),
+        Field(
+            "reload_s",
+            "Checkpoint reload time",
+            "float",
+            lo=0.0,
+            hi=MAX_SECONDS,
+            unit="s",
+            help="blank = state size / storage bandwidth",
+        ),
+        Field(
+            "storage_gbytes_per_s",
+            "Storage bandwidth",
+            "float",
+            default=STORAGE_GBYTES_PER_S,
+            lo=0.0,
+            lo_open=True,
+            hi=MAX_STORAGE_GBYTES_PER_S,
+            unit="GB/s",
+        ),
+        Field(
+            "spare_servers",
+            "Spare servers",
+            "int",
+            lo=0,
+            hi=MAX_SPARE_SERVERS,
+            help=f"beyond the design's idle ones; blank = {DEFAULT_SPARE_SERVERS}, or fewer on a smaller job",
+        ),
+        Field("repair_hours", "Server repair time", "float", default=48.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field(
+            "switch_repair_hours", "Switch repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"
+        ),
+        Field("link_repair_hours", "Link repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field("feed_repair_hours", "Feed repair time", "float", default=8.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field(
+            "weibull_shape",
+            "Weibull shape",
+            "float",
+            default=1.0,
+            lo=0.1,
+            hi=10.0,
+            help="of the gaps between the job's failures; 1 = exponential",
+        ),
+    ),
+    mappings=("checkpoint", "rates", "lemons"),
+)
+CHECKPOINT = Section(
+    "failures.checkpoint",
+    "Checkpoints",
+    (
+        Field(
+            "interval_min",
+            "Checkpoint interval",
+            "float",
+            default=30.0,
+            lo=0.0,
+            lo_open=True,
+            hi=MAX_INTERVAL_MIN,
+            unit="min",
+            help="or 'optimal' (Young/Daly) in a file",
+        ),
+        Field(
+            "save_s",
+            "Save time",
+            "float",
+            lo=0.0,
+            hi=MAX_SECONDS,
+            unit="s",
+            help="blank = state size / storage bandwidth",
+        ),
+        Field("async", "Asynchronous save", "bool", default=False),
+    ),
+)
+RATES = Section(
+    "failures.rates",
+    "Hazard rates",
+    (
+        Field(
+            "server_per_1000_node_days",
+            "Server failures per 1,000 node-days",
+            "float",
+            lo=0.0,
+            hi=1000 * MAX_RATE_PER_DAY,
+            help="blank = the catalog's GPU, HBM, host, NIC and PSU rates",
+        ),
+        Field(
+            "software_per_day",
+            "Software failures per job-day",
+            "float",
+            default=SOFTWARE_PER_DAY,
+            lo=0.0,
+            hi=MAX_RATE_PER_DAY,
+        ),
+        Field(
+            "maintenance_per_day",
+            "Unplanned maintenance per job-day",
+            "float",
+            default=MAINTENANCE_PER_DAY,
+            lo=0.0,
+            hi=MAX_RATE_PER_DAY,
+        ),
+        Field(
+            "planned_per_day",
+            "Planned maintenance per job-day",
+            "float",
+            default=PLANNED_PER_DAY,
+            lo=0.0,
+            hi=MAX_RATE_PER_DAY,
+        ),
+    ),
+)
+LEMONS = Section(
+    "failures.lemons",
+    "Lemon nodes",
+    (
+        Field(
+            "fraction", "Lemon fraction", "float", default=0.0, lo=0.0, hi=0.5, help="of the job's servers"
+        ),
+        Field("factor", "Lemon hazard factor", "float", default=10.0, lo=1.0, hi=1000.0),
+        Field("remove_after", "Retired after", "int", default=2, lo=1, hi=1000, unit="failures"),
+    ),
+)
 
 
-def _number_text(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
-
-
-def _mapping(data: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ScenarioError(f"{where}: must be a mapping (got {type(data).__name__})")
-    return data
-
-
-def _reject_unknown(data: Mapping[str, Any], where: str, known: set[str]) -> None:
-    unknown = sorted(set(map(str, data)) - known)
-    if unknown:
-        raise ScenarioError(f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
-
-
-def _int(data: Mapping[str, Any], key: str, where: str, default: int | None, lo: int, hi: int):
-    value = data.get(key)
-    if value is None:
-        return default
-    integral = (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and value == int(value)
-    )
-    if not integral or not lo <= value <= hi:
-        shown = f"{int(value):,}" if integral else repr(value)
-        raise ScenarioError(f"{where}.{key}: must be an integer from {lo:,} to {hi:,} (got {shown})")
-    return int(value)
-
-
-def _float(
-    data: Mapping[str, Any],
-    key: str,
-    where: str,
-    default: float | None,
-    lo: float,
-    hi: float,
-    *,
-    lo_open: bool = False,
-):
-    value = data.get(key)
-    if value is None:
-        return default
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    below = ok and ((value <= lo) if lo_open else (value < lo))
-    if not ok or below or value > hi:
-        low = f"above {_number_text(lo)}" if lo_open else f"from {_number_text(lo)}"
-        shown = f"{value:g}" if ok else repr(value)
-        raise ScenarioError(f"{where}.{key}: must be a number {low} to {_number_text(hi)} (got {shown})")
-    return float(value)
-
-
-def _bool(data: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = data.get(key, default)
-    if not isinstance(value, bool):
-        raise ScenarioError(f"{where}.{key}: must be true or false (got {value!r})")
-    return value
-
-
-# --- sections -----------------------------------------------------------------------------
-
-
-def _parse_checkpoint(data: Any, where: str) -> CheckpointPolicy:
+def _parse_checkpoint(data: Any) -> CheckpointPolicy:
     if data is None:
         return CheckpointPolicy()
-    data = _mapping(data, where)
-    _reject_unknown(data, where, {"interval_min", "save_s", "async"})
-    interval = data.get("interval_min", 30.0)
-    if interval == "optimal":
-        interval_min = None
-    else:
-        try:
-            interval_min = _float(data, "interval_min", where, 30.0, 0.0, MAX_INTERVAL_MIN, lo_open=True)
-        except ScenarioError:
-            raise ScenarioError(
-                f"{where}.interval_min: must be a number above 0 to {MAX_INTERVAL_MIN:,.0f} or 'optimal' "
-                f"(got {interval!r})"
-            ) from None
+    data = CHECKPOINT.mapping(data)
+    optimal = data.get("interval_min") == "optimal"
+    values = CHECKPOINT.read({**data, "interval_min": None} if optimal else data)
     return CheckpointPolicy(
-        interval_min=interval_min,
-        save_s=_float(data, "save_s", where, None, 0.0, MAX_SECONDS),
-        async_save=_bool(data, "async", where, False),
+        interval_min=None if optimal else values["interval_min"],
+        save_s=values["save_s"],
+        async_save=values["async"],
     )
-
-
-def _parse_rates(data: Any, where: str) -> RateOverrides:
-    if data is None:
-        return RateOverrides()
-    data = _mapping(data, where)
-    keys = {"server_per_1000_node_days", "software_per_day", "maintenance_per_day", "planned_per_day"}
-    _reject_unknown(data, where, keys)
-    return RateOverrides(
-        server_per_1000_node_days=_float(
-            data, "server_per_1000_node_days", where, None, 0.0, 1000 * MAX_RATE_PER_DAY
-        ),
-        software_per_day=_float(data, "software_per_day", where, SOFTWARE_PER_DAY, 0.0, MAX_RATE_PER_DAY),
-        maintenance_per_day=_float(
-            data, "maintenance_per_day", where, MAINTENANCE_PER_DAY, 0.0, MAX_RATE_PER_DAY
-        ),
-        planned_per_day=_float(data, "planned_per_day", where, PLANNED_PER_DAY, 0.0, MAX_RATE_PER_DAY),
-    )
-
-
-def _parse_lemons(data: Any, where: str) -> LemonSpec:
-    if data is None:
-        return LemonSpec()
-    data = _mapping(data, where)
-    _reject_unknown(data, where, {"fraction", "factor", "remove_after"})
-    return LemonSpec(
-        fraction=_float(data, "fraction", where, 0.0, 0.0, 0.5),
-        factor=_float(data, "factor", where, 10.0, 1.0, 1000.0),
-        remove_after=_int(data, "remove_after", where, 2, 1, 1000),
-    )
-
-
-FAILURE_KEYS = {
-    "trials",
-    "seed",
-    "window_days",
-    "steps",
-    "checkpoint",
-    "detection_s",
-    "restart_min",
-    "reload_s",
-    "storage_gbytes_per_s",
-    "spare_servers",
-    "repair_hours",
-    "switch_repair_hours",
-    "link_repair_hours",
-    "feed_repair_hours",
-    "rates",
-    "weibull_shape",
-    "lemons",
-}
 
 
 def parse_failures(data: Any, where: str = "failures") -> FailureSpec:
     """Parse and validate the ``failures:`` mapping of a scenario (None gives the defaults).
-
-    Parameters
-    ----------
-    data : mapping or None
-        The section as read from YAML.
-    where : str
-        Field path prefix used in error messages.
-
-    Returns
-    -------
-    FailureSpec
 
     Raises
     ------
@@ -291,34 +304,12 @@ def parse_failures(data: Any, where: str = "failures") -> FailureSpec:
     """
     if data is None:
         return FailureSpec()
-    data = _mapping(data, where)
-    _reject_unknown(data, where, FAILURE_KEYS)
+    values = FAILURES.read(data)
     spec = FailureSpec(
-        trials=_int(data, "trials", where, 1000, 1, MAX_TRIALS),
-        seed=_int(data, "seed", where, 0, 0, 2**63 - 1),
-        window_days=_float(data, "window_days", where, None, 0.0, MAX_WINDOW_DAYS, lo_open=True),
-        steps=_int(data, "steps", where, None, 1, MAX_STEPS),
-        checkpoint=_parse_checkpoint(data.get("checkpoint"), f"{where}.checkpoint"),
-        detection_s=_float(data, "detection_s", where, 60.0, 0.0, MAX_SECONDS),
-        restart_min=_float(data, "restart_min", where, 10.0, 0.0, 1440.0),
-        reload_s=_float(data, "reload_s", where, None, 0.0, MAX_SECONDS),
-        storage_gbytes_per_s=_float(
-            data,
-            "storage_gbytes_per_s",
-            where,
-            STORAGE_GBYTES_PER_S,
-            0.0,
-            MAX_STORAGE_GBYTES_PER_S,
-            lo_open=True,
-        ),
-        spare_servers=_int(data, "spare_servers", where, 16, 0, MAX_SPARE_SERVERS),
-        repair_hours=_float(data, "repair_hours", where, 48.0, 0.0, MAX_HOURS),
-        switch_repair_hours=_float(data, "switch_repair_hours", where, 4.0, 0.0, MAX_HOURS),
-        link_repair_hours=_float(data, "link_repair_hours", where, 4.0, 0.0, MAX_HOURS),
-        feed_repair_hours=_float(data, "feed_repair_hours", where, 8.0, 0.0, MAX_HOURS),
-        rates=_parse_rates(data.get("rates"), f"{where}.rates"),
-        weibull_shape=_float(data, "weibull_shape", where, 1.0, 0.1, 10.0),
-        lemons=_parse_lemons(data.get("lemons"), f"{where}.lemons"),
+        **values,
+        checkpoint=_parse_checkpoint(data.get("checkpoint")),
+        rates=RateOverrides(**RATES.read(data.get("rates") or {})),
+        lemons=LemonSpec(**LEMONS.read(data.get("lemons") or {})),
     )
     check_failure_spec(spec, where)
     return spec

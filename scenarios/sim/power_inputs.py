@@ -212,21 +212,9 @@ def power_inputs(
             optimizer_fraction=optimizer_fraction,
         )
     n_racks = plan.n_racks
-    static_w = np.zeros(n_racks)
-    if plan.switch_type.size:
-        switch_w = np.array([s.power_w for s in plan.switch_types], dtype=float)[plan.switch_type]
-        static_w += np.bincount(plan.switch_rack, weights=switch_w, minlength=n_racks)
-    if plan.link_type.size:
-        # A link's optics: one transceiver at each end. The NIC end of a server link is part
-        # of the server's base power (the DGX datasheet maximum includes its NICs), so only
-        # switch ends are added here.
-        half_w = np.array([t.power_w for t in plan.link_types], dtype=float)[plan.link_type] / 2.0
-        lower_is_switch = plan.link_a >= plan.n_nic_ports
-        upper_rack = plan.switch_rack[plan.link_b - plan.n_nic_ports]
-        static_w += np.bincount(
-            np.asarray(fabric.link_rack), weights=half_w * lower_is_switch, minlength=n_racks
-        )
-        static_w += np.bincount(upper_rack, weights=half_w, minlength=n_racks)
+    # Switches with their transceivers (a link's NIC end is in the server's base power): the
+    # plan's one rack-power rule, without the servers.
+    static_w = np.bincount(plan.switch_rack, weights=plan.switch_power_w, minlength=n_racks)
     types = plan.feed_types
     type_capacity = feed_capacity_kw(
         [t.volts for t in types],

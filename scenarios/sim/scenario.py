@@ -358,6 +358,12 @@ def check_scenario(scenario: Scenario, catalog) -> None:
             f"job.parallel: dp × tp × pp × cp must equal {counted} "
             f"(got {p.dp} × {p.tp} × {p.pp} × {p.cp} = {p.gpus})"
         )
+    spares = scenario.failures.spare_servers if scenario.failures is not None else None
+    if spares is not None and spares > cluster.nodes:
+        raise ScenarioError(
+            f"failures.spare_servers: must be ≤ the cluster's {cluster.nodes:,} servers "
+            f"(got {scenario.failures.spare_servers:,})"
+        )
     if scenario.power is not None:
         check_power(scenario.power, tdp_w=gpu.tdp_w, idle_w=gpu.idle_w)
     if scenario.job.precision == "fp8" and gpu.peak_tflops_fp8 <= 0:

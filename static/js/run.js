@@ -21,7 +21,7 @@ const floor = new FloorPlan(root, planFromJson(planJson, initial.rack_values || 
 bindMetricSelect(floor, document.querySelector("[data-metric-select]"));
 
 const kindModule = page.dataset.kindScript ? await import(page.dataset.kindScript) : null;
-const kind = kindModule ? kindModule.init(page) : {};
+const kind = kindModule ? kindModule.init(page, { floor, run: initial }) : {};
 
 let chartsLoaded = false;
 let status = initial.status;

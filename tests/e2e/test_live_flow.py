@@ -73,7 +73,7 @@ def _create_scenario_and_run(page) -> None:
     page.wait_for_selector("form.scenario-form")
     page.fill("#id_name", "E2E what-if")
     page.fill("#id_straggler_spread", "0.05")
-    page.fill("#id_steps", SLOW_STEPS)
+    page.fill("#id_what_if_steps", SLOW_STEPS)
     page.click("text=Save scenario")
     page.wait_for_selector("button[data-run-kind=step]")
     page.click("button[data-run-kind=step]")

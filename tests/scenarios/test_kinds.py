@@ -108,8 +108,8 @@ def test_step_run_with_a_cluster_changing_what_if_builds_that_cluster(scenario, 
 def test_unknown_kind_is_a_validation_error():
     from django.core.exceptions import ValidationError
 
-    with pytest.raises(ValidationError, match="must be one of step, sweep, search"):
-        run_kind("power")
+    with pytest.raises(ValidationError, match="must be one of step, sweep, search, failures, power"):
+        run_kind("thermal")
 
 
 def test_search_of_a_job_on_part_of_the_cluster_splits_over_the_jobs_gpus(scenario, user):

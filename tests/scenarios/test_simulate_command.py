@@ -85,3 +85,63 @@ def test_simulate_unknown_server_is_command_error(catalog_db, scenario_file):
 def test_simulate_missing_file_is_command_error(catalog_db, tmp_path):
     with pytest.raises(CommandError, match="file: cannot read"):
         call_command("simulate", str(tmp_path / "missing.yaml"))
+
+
+def test_simulate_failures_and_power_add_their_sections(catalog_db, scenario_file, capsys):
+    data = {**scenario_dict(), "failures": {"trials": 400, "window_days": 10}, "power": {"window_s": 3}}
+    call_command("simulate", scenario_file(data), "--failures", "--trials", "300", "--power", "--json")
+    payload = json.loads(capsys.readouterr().out)
+    failures = payload["failures"]
+    for key in ("etr", "optimal_checkpoint_interval_min", "badput", "closed_form_etr"):
+        assert key in failures, key
+    assert set(failures["wall_time_days"]) >= {"p5", "p50", "p95"}
+    assert failures["trials"] == 300 and "by_category" in failures["interruptions"]
+    assert failures["interruptions"]["total"] >= 0 and 0 < failures["etr"] <= 1
+    power = payload["power"]
+    for key in (
+        "facility_trough_mw",
+        "max_ramp_mw_per_s",
+        "band_energy_share",
+        "feeds_over_limit",
+        "racks_over_budget",
+    ):
+        assert key in power, key
+    assert power["facility_peak_mw"] >= power["facility_trough_mw"] and power["swing_mw"] >= 0
+    assert power["coarse"]["resolution_s"] > 0  # the failure trial's life drove the coarse timeline
+
+
+@pytest.mark.parametrize(
+    ("args", "data", "message"),
+    [
+        (["--failures", "--trials", "0"], {}, "failures.trials: must be ≥ 1 (got 0)"),
+        (["--failures", "--trials", "200000"], {}, "failures.trials: must be ≤ 100,000 (got 200,000)"),
+        (
+            ["--failures"],
+            {"failures": {"checkpoint": {"interval_min": 0}}},
+            "failures.checkpoint.interval_min: must be > 0",
+        ),
+        (
+            ["--failures"],
+            {"failures": {"rates": {"software_per_day": -1}}},
+            "failures.rates.software_per_day: must be ≥ 0",
+        ),
+        (
+            ["--failures"],
+            {"failures": {"spare_servers": 99}},
+            "failures.spare_servers: must be ≤ the cluster's 4 servers",
+        ),
+        (
+            ["--power"],
+            {"power": {"window_s": 700, "resolution_ms": 1}},
+            "power.window_s: window_s x 1000 / resolution_ms",
+        ),
+        (["--power"], {"power": {"gpu": {"floor_fraction": 1.5}}}, "power.gpu.floor_fraction: must be ≤ 1"),
+        (["--power"], {"power": {"gpu": {"cap_w": -3}}}, "power.gpu.cap_w: must be > 0"),
+    ],
+)
+def test_simulate_bad_failure_and_power_input_is_one_line_naming_the_field(
+    catalog_db, scenario_file, args, data, message
+):
+    with pytest.raises(CommandError) as caught:
+        call_command("simulate", scenario_file({**scenario_dict(), **data}), *args)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)

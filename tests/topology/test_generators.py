@@ -272,8 +272,9 @@ def test_plan_summary_has_the_documented_keys(catalog):
         assert key in summary
     assert set(summary["switches"]) == {"leaf", "spine", "core", "scaleup"}
     assert set(summary["links"]) == {"server_leaf", "leaf_spine", "spine_core"}
-    # nameplate: 64 servers + 16 leaves + 8 spines (1010 W) + optics
-    optics_w = 512 * 17.0 + 512 * 17.0
+    # nameplate: 64 servers + 16 leaves + 8 spines (1010 W) + optics at the switch ends (a server
+    # link's NIC end is in the server's base power: half of it here; leaf-spine links: both ends)
+    optics_w = 512 * 17.0 / 2 + 512 * 17.0
     expected_kw = (64 * catalog.server_power_w("dgx-h100") + 24 * 1010.0 + optics_w) / 1000
     assert summary["it_power_kw"] == pytest.approx(expected_kw, abs=1e-3)
 
@@ -343,3 +344,25 @@ def test_three_tier_pods_are_balanced(catalog):
     leaves = plan.switch_tier == TIER_LEAF
     assert sorted(np.bincount(pod[leaves]).tolist()) == [21, 22, 22]
     assert plan.n_switches["spine"] == 96
+
+
+def test_rack_budgets_cover_the_racks_switches_and_their_transceivers(catalog):
+    """Every rack's budget is its nameplate (servers, switches, switch-end optics) plus the margin:
+    network racks are not over budget once their optics are counted."""
+    from topology.fabric.layout import RACK_BUDGET_MARGIN
+
+    for name, kw in (
+        ("rail-optimized", {"server": "dgx-h100", "nodes": 256}),
+        ("nvl72", {"server": "gb200-nvl72", "nodes": 72}),
+        ("fat-tree", {"server": "dgx-a100", "nodes": 40}),
+    ):
+        plan = generate(name, catalog=catalog, **kw)
+        nameplate_kw = plan.rack_nameplate_w() / 1000
+        np.testing.assert_allclose(plan.rack_budget_kw, nameplate_kw * (1 + RACK_BUDGET_MARGIN), rtol=1e-9)
+        network = plan.rack_kind == 1
+        switch_only = np.bincount(
+            plan.switch_rack,
+            weights=np.array([s.power_w for s in plan.switch_types])[plan.switch_type],
+            minlength=plan.n_racks,
+        )
+        assert (nameplate_kw[network] * 1000 > switch_only[network]).all()  # optics counted

@@ -75,6 +75,8 @@ OBJECT_URLS = {
     "scenarios:run-state": "run",
     "scenarios:run-charts": "run",
     "scenarios:run-cancel": "run",
+    "scenarios:run-kind-data": "run",
+    "scenarios:run-array": "run+name",
     "topology:design-detail": "design",
     "topology:rack-detail": "design+rack",
 }
@@ -96,7 +98,7 @@ def test_every_door_of_another_teams_object_is_not_found(client, owned, design, 
     objects = {"scenario": owned.scenario.pk, "run": owned.pk, "design": design.pk}
     client.force_login(outsider)
     for name, kind in OBJECT_URLS.items():
-        args = [design.pk, rack.pk] if kind == "design+rack" else [objects[kind]]
+        args = {"design+rack": [design.pk, rack.pk], "run+name": [owned.pk, "x"]}.get(kind) or [objects[kind]]
         url = reverse(name, args=args)
         assert client.get(url).status_code in (404, 405), url
         assert client.post(url, {"kind": "step"}).status_code == 404, url

@@ -32,6 +32,7 @@ from topology.fabric.plan import (
     TIER_SPINE,
     FabricError,
     FabricPlan,
+    switch_optics_w,
 )
 from topology.fabric.specs import Catalog, ServerSpec, SwitchSpec
 
@@ -502,6 +503,13 @@ def _assemble(
     fabric_link = catalog.link_for_gbps(fabric.port_gbps)
     link_types = (nic_link,) if fabric_link.slug == nic_link.slug else (nic_link, fabric_link)
     links = _link_columns(tree, leaf_of_port, nic_gbps, fabric.port_gbps, len(link_types) - 1)
+    optics_w = switch_optics_w(
+        int(switches["switch_type"].size),
+        link_a=links["link_a"],
+        link_b=links["link_b"],
+        link_w=np.array([t.power_w for t in link_types], dtype=float)[links["link_type"]],
+        n_nic_ports=nodes * server.nics_per_server,
+    )
     hall = layout_hall(
         catalog=catalog,
         server=server,
@@ -513,6 +521,7 @@ def _assemble(
         leaf_home_node=leaf_home,
         n_upper_switches=tree.spine_pod.size + tree.core_group.size,
         feed=feed,
+        switch_optics_w=optics_w,
     )
     params["rack_units"] = int(hall.units)
     plan = FabricPlan(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topology.fabric.plan import RACK_COMPUTE, RACK_NETWORK, FabricError
+from topology.fabric.plan import RACK_COMPUTE, RACK_NETWORK, FabricError, rack_nameplate_w
 from topology.fabric.specs import Catalog, FeedSpec, ServerSpec, SwitchSpec
 
 # Assumed: ~16 racks of 600 mm make a ~10 m row, a common hall row length between cooling units.
@@ -65,6 +65,7 @@ def layout_hall(
     leaf_home_node: np.ndarray,
     n_upper_switches: int,
     feed: str | None,
+    switch_optics_w: np.ndarray | None = None,
 ) -> HallLayout:
     """Place nodes, switches and racks on the hall grid and give every rack its 2N feeds.
 
@@ -73,6 +74,8 @@ def layout_hall(
     leaf_home_node : (n_leaves,) the first node a leaf serves; the leaf sits in that node's row
     n_upper_switches : spines + cores, placed in network rows after the compute rows
     scaleup_per_rack : NVLink switch trays per compute rack (9 for NVL72, else 0)
+    switch_optics_w : (S,) transceiver power at each switch (``plan.switch_optics_w``), in the
+        switches' plan order (leaves, spines and cores, scale-up switches); counted in the budgets
     """
     units = rack_units or (NVL72_RACK_UNITS if scaleup_per_rack else DEFAULT_RACK_UNITS)
     per_rack = _servers_per_rack(server, units, scaleup_switch, scaleup_per_rack)
@@ -118,8 +121,15 @@ def layout_hall(
             np.full(n_scaleup, scaleup_switch.power_w if scaleup_switch else 0.0),
         ]
     )
-    it_w = np.bincount(node_rack, minlength=n_racks) * catalog.server_power_w(server.slug)
-    it_w = it_w + np.bincount(switch_rack, weights=switch_power_w, minlength=n_racks)
+    if switch_optics_w is not None:
+        switch_power_w = switch_power_w + switch_optics_w
+    it_w = rack_nameplate_w(
+        n_racks,
+        node_rack=node_rack,
+        node_w=np.full(node_rack.size, catalog.server_power_w(server.slug)),
+        switch_rack=switch_rack,
+        switch_w=switch_power_w,
+    )
     budget_kw = it_w * (1.0 + RACK_BUDGET_MARGIN) / 1000.0
 
     n_rows = int(rack_row.max()) + 1

@@ -37,10 +37,24 @@ class FabricError(ValueError):
 def rack_nameplate_w(
     n_racks: int, *, node_rack: np.ndarray, node_w: np.ndarray, switch_rack: np.ndarray, switch_w: np.ndarray
 ) -> np.ndarray:
-    """Nameplate power of every rack: its servers (each at base power plus its GPUs at TDP) and
-    its switches, (R,) W. Optics are counted with the fabric's IT power, not per rack."""
+    """Nameplate power of every rack, (R,) W: its servers (each at base power plus its GPUs at
+    TDP) and its switches with their transceivers (``switch_w``, see :func:`switch_optics_w`).
+    The one place rack power is summed: budgets, floor plans and the power model use it."""
     rack_w = np.bincount(np.asarray(node_rack, dtype=np.int64), weights=node_w, minlength=n_racks)
     return rack_w + np.bincount(np.asarray(switch_rack, dtype=np.int64), weights=switch_w, minlength=n_racks)
+
+
+def switch_optics_w(
+    n_switches: int, *, link_a: np.ndarray, link_b: np.ndarray, link_w: np.ndarray, n_nic_ports: int
+) -> np.ndarray:
+    """Transceiver power at each switch, (S,) W: half of each link's optics power at every switch
+    end. A link's NIC end is part of the server's base power (the DGX datasheet maximum includes
+    its NICs), so a server link puts only its switch half here."""
+    half = np.asarray(link_w, dtype=float) / 2.0
+    link_a, link_b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
+    out = np.bincount(link_b - n_nic_ports, weights=half, minlength=n_switches)
+    lower = link_a >= n_nic_ports
+    return out + np.bincount(link_a[lower] - n_nic_ports, weights=half[lower], minlength=n_switches)
 
 
 def _int_array(values: Any) -> np.ndarray:
@@ -143,13 +157,34 @@ class FabricPlan:
 
     @property
     def it_power_kw(self) -> float:
-        """Nameplate IT power: servers (base + GPUs at TDP), every switch, every link's optics."""
-        server_w = self.n_nodes * (self.server.base_power_w + self.server.gpus_per_server * self.gpu.tdp_w)
-        switch_power_w = np.array([s.power_w for s in self.switch_types], dtype=float)
-        link_power_w = np.array([t.power_w for t in self.link_types], dtype=float)
-        switches_w = float(switch_power_w[self.switch_type].sum()) if self.switch_type.size else 0.0
-        links_w = float(link_power_w[self.link_type].sum()) if self.link_type.size else 0.0
-        return (server_w + switches_w + links_w) / 1000.0
+        """Nameplate IT power: every rack's servers, switches and their transceivers."""
+        return float(self.rack_nameplate_w().sum()) / 1000.0
+
+    @property
+    def switch_power_w(self) -> np.ndarray:
+        """Each switch's nameplate plus the transceivers at its ports, (S,) W."""
+        if not self.switch_type.size:
+            return np.zeros(0)
+        own = np.array([s.power_w for s in self.switch_types], dtype=float)[self.switch_type]
+        link_w = np.array([t.power_w for t in self.link_types], dtype=float)[self.link_type]
+        return own + switch_optics_w(
+            int(self.switch_type.size),
+            link_a=self.link_a,
+            link_b=self.link_b,
+            link_w=link_w,
+            n_nic_ports=self.n_nic_ports,
+        )
+
+    def rack_nameplate_w(self) -> np.ndarray:
+        """Nameplate power of every rack, (R,) W (:func:`rack_nameplate_w`)."""
+        server_w = self.server.base_power_w + self.server.gpus_per_server * self.gpu.tdp_w
+        return rack_nameplate_w(
+            self.n_racks,
+            node_rack=self.node_rack,
+            node_w=np.full(self.n_nodes, server_w),
+            switch_rack=self.switch_rack,
+            switch_w=self.switch_power_w,
+        )
 
     def switch_vertex(self, switch: np.ndarray | int) -> np.ndarray | int:
         """Vertex id of switch index ``switch`` (array or int)."""

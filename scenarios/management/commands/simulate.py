@@ -1,8 +1,10 @@
-"""``manage.py simulate job.yaml [--json] [--search [--top K]]``: run the step-time core."""
+"""``manage.py simulate job.yaml [--json] [--search [--top K]] [--failures [--trials N]] [--power]``:
+run the step-time core, and the failure and power simulations of the scenario on its cluster."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -21,6 +23,18 @@ class Command(BaseCommand):
         parser.add_argument("--search", action="store_true", help="search parallel layouts")
         parser.add_argument("--top", type=int, default=5, help="layouts to show with --search")
         parser.add_argument("--arrays", action="store_true", help="include per-link/per-GPU arrays in --json")
+        parser.add_argument(
+            "--failures", action="store_true", help="simulate failures and goodput (the file's failures:)"
+        )
+        parser.add_argument(
+            "--trials", type=int, help="Monte Carlo trials of --failures (overrides the file)"
+        )
+        parser.add_argument(
+            "--power",
+            action="store_true",
+            help="simulate the power draw (the file's power:); with "
+            "--failures, over the job life of its representative trial",
+        )
 
     def handle(self, *args, **options):
         scenarios = self._load(options["scenario"])
@@ -54,10 +68,77 @@ class Command(BaseCommand):
             if not options["json"]:
                 self._print_search(scenario.name, result)
             return {"name": scenario.name, **result.to_dict()}
-        result = predict(scenario, catalog=catalog)
+        if not (options["failures"] or options["power"]):
+            result = predict(scenario, catalog=catalog)
+            if not options["json"]:
+                self._print_result(result)
+            return result.to_dict(arrays=options["arrays"])
+        return self._studies(scenario, catalog, options)
+
+    def _studies(self, scenario, catalog, options):
+        """The step prediction, then the failure and/or power simulations on the same fabric."""
+        from scenarios.sim.failures import FailureSpec
+        from scenarios.sim.failures_spec import FAILURES
+        from scenarios.sim.step_time import cluster_plan
+        from scenarios.sim.studies import (
+            failure_study,
+            power_events_from_failures,
+            power_study,
+            run_failure_study,
+        )
+        from topology.fabric.compiled import compile_plan
+
+        if options["trials"] is not None:  # the file's rule and limit, named as the file names them
+            trials = FAILURES.field("trials").read({"trials": options["trials"]}, "failures")
+            scenario = replace(scenario, failures=replace(scenario.failures or FailureSpec(), trials=trials))
+        plan = cluster_plan(scenario.effective_cluster(), catalog)
+        fabric = compile_plan(plan)
+        step = predict(scenario, catalog=catalog, fabric=fabric)
+        out = step.to_dict(arrays=options["arrays"])
+        events = None
+        if options["failures"]:
+            failures = run_failure_study(
+                failure_study(scenario, catalog=catalog, plan=plan, fabric=fabric, step=step)
+            )
+            out["failures"] = failures.to_dict()
+            recovery = out["failures"]["recovery_s"]
+            blocking = not (scenario.failures or FailureSpec()).checkpoint.async_save
+            events = power_events_from_failures(
+                out["failures"]["event_log"],
+                checkpoint_s=recovery["save"] if blocking else 0.0,
+                interval_s=out["failures"]["checkpoint_interval_min"] * 60.0,
+            )
+        if options["power"]:
+            power = power_study(scenario, catalog=catalog, plan=plan, fabric=fabric, step=step, events=events)
+            out["power"] = power.to_dict()
         if not options["json"]:
-            self._print_result(result)
-        return result.to_dict(arrays=options["arrays"])
+            self._print_result(step)
+            self._print_studies(out)
+        return out
+
+    def _print_studies(self, out):
+        w = self.stdout.write
+        if "failures" in out:
+            f = out["failures"]
+            days = f.get("productive_days") or f["wall_time_days"]
+            what = "productive time in the window" if f.get("productive_days") else "wall time to finish"
+            w(f"  failures ({f['trials']:,} trials)")
+            w(f"    ETTR                {f['etr']:9.1%}   (closed form {f['closed_form_etr']:.1%})")
+            w(f"    {what:<31}p5 {days['p5']:.1f}  p50 {days['p50']:.1f}  p95 {days['p95']:.1f} days")
+            w(f"    interruptions       {f['interruptions']['total']:9.1f} per run")
+            w(
+                f"    checkpoint interval {f['checkpoint_interval_min']:9.1f} min "
+                f"(optimal {f['optimal_checkpoint_interval_min']:.1f} min)"
+            )
+            for warning in f.get("warnings") or ():
+                w(f"    warning: {warning}")
+        if "power" in out:
+            p = out["power"]
+            w(f"  power ({p['window_s']:g} s at {p['resolution_ms']:g} ms)")
+            w(f"    facility peak / trough {p['facility_peak_mw']:9.2f} / {p['facility_trough_mw']:.2f} MW")
+            w(f"    swing {p['swing_mw']:.2f} MW, fastest ramp {p['max_ramp_mw_per_s']:,.0f} MW/s")
+            over = f"{len(p['feeds_over_limit'])} feeds over their limit, {len(p['racks_over_budget'])} racks"
+            w(f"    {over} over budget")
 
     def _print_result(self, r):
         w = self.stdout.write

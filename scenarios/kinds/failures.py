@@ -1,0 +1,200 @@
+"""Failures and goodput: a Monte Carlo of the job's interruptions, checkpoints, restarts and spares
+on the scenario's fabric (``scenarios.sim.failures``), split into blocks of trials that any
+worker runs and merged exactly, with the representative trial replayed on the floor plan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django import forms
+
+from scenarios import charts
+from scenarios.kinds.base import (
+    Figure,
+    RunKind,
+    RunOutput,
+    count,
+    int_option,
+    percent,
+    reject_unknown_options,
+)
+from scenarios.metrics import rack_list
+from scenarios.storage import run_array
+
+DEFAULT_CHUNKS = 4
+MAX_CHUNKS = 64
+
+
+class FailureOptions(forms.Form):
+    chunks = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_CHUNKS,
+        label="Worker tasks",
+        help_text=f"split the trials over this many tasks (default {DEFAULT_CHUNKS})",
+    )
+
+
+def _days(value: float) -> str:
+    return f"{value:.1f} days" if value >= 1 else f"{value * 24:.1f} hours"
+
+
+def _minutes(value: float) -> str:
+    return f"{value:.0f} min" if value >= 10 else f"{value:.1f} min"
+
+
+class FailuresKind(RunKind):
+    name = "failures"
+    label = "Failures and goodput"
+    options_form = FailureOptions
+    default_metric = "failures"
+    panel_template = "scenarios/kinds/failures_panel.html"
+    script = "js/kinds/failures.js"
+    figures = (
+        Figure("etr", "Effective training time (ETTR)", percent, lower_is_better=False),
+        Figure("goodput", "Goodput", percent, lower_is_better=False),
+        Figure("wall_time_p50_days", "Wall time to finish (median)", _days, lower_is_better=True),
+        Figure("wall_time_p95_days", "Wall time to finish (p95)", _days, lower_is_better=True),
+        Figure("productive_p50_days", "Productive time in the window (median)", _days, lower_is_better=False),
+        Figure(
+            "interruptions_total", "Interruptions (mean per run)", lambda v: f"{v:,.1f}", lower_is_better=True
+        ),
+        Figure("mttf_hours", "Mean time to failure", lambda v: f"{v:.2f} h", lower_is_better=False),
+        Figure("checkpoint_interval_min", "Checkpoint interval", _minutes),
+        Figure("optimal_checkpoint_interval_min", "Optimal interval (Young/Daly)", _minutes),
+        Figure("closed_form_etr", "ETTR, first-order closed form", percent),
+        Figure("trials", "Trials", count, live=False),
+    )
+    state_keys = ("warnings",)
+
+    # --- options ------------------------------------------------------------------------------
+
+    def clean_options(self, scenario, options: dict[str, Any], *, design=None) -> dict[str, Any]:
+        """``{"chunks": tasks the trials are split over (default 4)}``."""
+        reject_unknown_options(options, {"chunks"})
+        return {"chunks": int_option(options, "chunks", DEFAULT_CHUNKS, 1, MAX_CHUNKS)}
+
+    # --- computing ------------------------------------------------------------------------------
+
+    def _study(self, context, step_times=None):
+        from scenarios.sim.studies import failure_study
+
+        return failure_study(
+            context.scenario,
+            catalog=context.catalog,
+            plan=context.plan(),
+            fabric=context.fabric(),
+            step_times=step_times,
+        )
+
+    @staticmethod
+    def _step_times(study) -> dict[str, Any]:
+        kwargs = study.run_kwargs
+        return {"step_time_s": kwargs["step_time_s"], "degraded_step_time_s": kwargs["degraded_step_time_s"]}
+
+    def split(self, context) -> list[dict[str, Any]]:
+        """Ranges of trial blocks; the step times (four predictions) are computed here once."""
+        from scenarios.sim.failures import failure_blocks, split_blocks
+
+        study = self._study(context)
+        step_times = self._step_times(study)
+        ranges = split_blocks(failure_blocks(study.spec), context.options["chunks"])
+        return [{"blocks": list(r), "step_times": step_times} for r in ranges if len(r)]
+
+    def compute_chunk(self, context, chunk: dict[str, Any], progress) -> dict[str, Any]:
+        from scenarios.sim.failures import run_failure_chunk
+
+        progress.check_cancelled()
+        study = self._study(context, step_times=chunk["step_times"])
+        result = run_failure_chunk(study.model, study.spec, blocks=chunk["blocks"], **study.run_kwargs)
+        progress.item_done(
+            context.options["chunks"], f"trial blocks {chunk['blocks'][0]}–{chunk['blocks'][-1]} done"
+        )
+        return {**result, "step_times": chunk["step_times"]}
+
+    def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
+        """Merge the blocks exactly, then re-simulate the representative trial for its log."""
+        from scenarios.sim.failures import attach_event_log, merge_failure_chunks
+
+        study = self._study(context, step_times=results[0]["step_times"])
+        merged = merge_failure_chunks([{k: v for k, v in r.items() if k != "step_times"} for r in results])
+        return self._output(context, attach_event_log(merged, study.model, study.spec, **study.run_kwargs))
+
+    def execute(self, context, progress) -> RunOutput:
+        from scenarios.sim.studies import run_failure_study
+
+        progress(0.0, "predicting the step time, healthy and degraded")
+        study = self._study(context)
+        progress(0.2, f"simulating {study.spec.trials:,} trials")
+        return self._output(context, run_failure_study(study))
+
+    def _output(self, context, result) -> RunOutput:
+        summary = result.to_dict()
+        dist = summary["wall_time_days"]
+        summary.update(
+            wall_time_p50_days=dist["p50"],
+            wall_time_p95_days=dist["p95"],
+            interruptions_total=summary["interruptions"]["total"],
+        )
+        if summary.get("productive_days"):
+            summary["productive_p50_days"] = summary["productive_days"]["p50"]
+            del summary["wall_time_p50_days"], summary["wall_time_p95_days"]
+        summary["racks_aligned"] = not context.changes_cluster
+        arrays = {k: np.asarray(v) for k, v in result.arrays().items()}
+        rack_values = {}
+        if summary["racks_aligned"] and arrays["rack_failures"].size == context.n_racks:
+            rack_values["failures"] = rack_list(arrays["rack_failures"])
+        else:
+            arrays.pop("rack_failures")
+        return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
+
+    # --- showing --------------------------------------------------------------------------------
+
+    def charts(self, run) -> list[dict[str, Any]]:
+        summary = run.summary or {}
+        wall = run_array(run=run, name="wall_time_s")
+        out = []
+        if wall is not None and wall.size:
+            out.append(
+                charts.chart("wall-time", "Wall time to finish", charts.wall_time_figure(wall, summary))
+            )
+        out += [
+            charts.chart("badput", "Where the time goes", charts.badput_figure([f"#{run.pk}"], [summary])),
+            charts.chart("interval", "ETTR against checkpoint interval", charts.interval_figure(summary)),
+            charts.chart(
+                "interruptions",
+                "Interruptions by category",
+                charts.interruptions_figure([f"#{run.pk}"], [summary]),
+            ),
+        ]
+        return out
+
+    def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
+        labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
+        summaries = [r.summary or {} for r in runs]
+        return [
+            charts.chart("compare-badput", "Where the time goes", charts.badput_figure(labels, summaries)),
+            charts.chart(
+                "compare-interruptions",
+                "Interruptions by category",
+                charts.interruptions_figure(labels, summaries),
+            ),
+        ]
+
+    def page_context(self, run) -> dict[str, Any]:
+        """The representative trial's events for the replay (one trial: hundreds of rows)."""
+        summary = run.summary or {}
+        return {
+            "event_log": summary.get("event_log") or [],
+            "racks_aligned": summary.get("racks_aligned", False),
+            "representative_trial": summary.get("representative_trial"),
+            "horizon_s": (
+                (summary.get("wall_time_days") or summary.get("productive_days") or {}).get("p50") or 0
+            )
+            * 86_400.0,
+        }
+
+
+KIND = FailuresKind()

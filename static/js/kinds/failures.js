@@ -1,0 +1,75 @@
+// The failure run's part of the run page: the representative trial replayed on the floor plan
+// with a time slider (a rack flashes while it is down), and its event list.
+
+const DAY_S = 86400;
+const FLASH = "failure_replay";
+
+export function init(page, { floor, run }) {
+  const panel = page.querySelector("[data-failures-panel]");
+  const slider = panel.querySelector("[data-replay]");
+  const body = panel.querySelector("[data-events]");
+  let events = [];
+  let horizon = 1;
+  let timer = 0;
+
+  function paint(t) {
+    const values = new Float64Array(floor.racks.length).fill(0);
+    let spares = null;
+    let down = 0;
+    for (const e of events) {
+      if (e.time_s > t) break;
+      spares = e.spares_left;
+      const active = t < e.time_s + Math.max(e.downtime_s || 0, e.degraded_s || 0, horizon / 400);
+      if (active) {
+        down += 1;
+        if (e.rack >= 0 && e.rack < values.length) values[e.rack] = 1;
+      } else if (e.rack >= 0 && e.rack < values.length && values[e.rack] < 1) {
+        values[e.rack] = 0.35; // failed before: a mark that fades only at the end of the replay
+      }
+    }
+    floor.setValues(FLASH, Array.from(values));
+    panel.querySelector("[data-replay-time]").textContent = `day ${(t / DAY_S).toFixed(2)}`;
+    panel.querySelector("[data-replay-spares]").textContent = spares === null ? "spares: all" : `spares left: ${spares}`;
+    panel.querySelector("[data-replay-down]").textContent = down ? `${down} component(s) down or degraded` : "all up";
+  }
+
+  function show(data) {
+    events = (data.event_log || []).slice().sort((a, b) => a.time_s - b.time_s);
+    if (!events.length || !data.racks_aligned) return;
+    horizon = Math.max(data.horizon_s || 0, events[events.length - 1].time_s + 1);
+    panel.hidden = false;
+    panel.querySelector("[data-replay-about]").textContent =
+      `Trial ${data.representative_trial}, the run nearest the median: ${events.length} events over ${(horizon / DAY_S).toFixed(1)} days.`;
+    body.replaceChildren(...events.slice(0, 300).map((e) => {
+      const row = document.createElement("tr");
+      const cells = [(e.time_s / DAY_S).toFixed(2), e.kind, e.rack >= 0 ? floor.racks[e.rack]?.name ?? e.rack : "—",
+        e.effect, e.downtime_s ? `${(e.downtime_s / 60).toFixed(0)} min` : "—"];
+      cells.forEach((text, i) => row.append(Object.assign(document.createElement("td"), { textContent: text, className: i === 0 || i === 4 ? "num" : "" })));
+      return row;
+    }));
+    floor.register(FLASH, { label: "Replay: racks down (red) and hit before", unit: "", kind: "run", scale: [0, 1] });
+    floor.root.dispatchEvent(new CustomEvent("fp:registry"));
+    paint(0);
+    floor.setMetric(FLASH);
+  }
+
+  slider.addEventListener("input", () => paint((slider.value / 1000) * horizon));
+  panel.querySelector("[data-play]").addEventListener("click", (event) => {
+    if (timer) { clearInterval(timer); timer = 0; event.target.textContent = "Play"; return; }
+    event.target.textContent = "Pause";
+    timer = setInterval(() => {
+      slider.value = (Number(slider.value) + 4) % 1001;
+      paint((slider.value / 1000) * horizon);
+    }, 50);
+  });
+
+  async function load() {
+    const response = await fetch(`/runs/${run.id}/kind-data/`, { headers: { Accept: "application/json" } });
+    if (response.ok) show(await response.json());
+  }
+
+  return {
+    state: (state) => { if (state.status === "succeeded") load(); },
+    status: (msg) => { if (msg.status === "succeeded") load(); },
+  };
+}
