@@ -1,7 +1,10 @@
-"""Benchmark: save a 2,048-node (16,384-GPU) rail-optimized design with bulk_create.
+"""Benchmark: save a 2,048-node (16,384-GPU) rail-optimized design with bulk_create, with
+history on, through the service the browser's background save calls (``design_generate``).
 
 Prints the generate and save times on the embedded SQLite database and, when PostgreSQL answers
-on 127.0.0.1:5432 (or BENCH_POSTGRES_URL), on PostgreSQL too. Target: save < 30 s on both.
+on 127.0.0.1:5432 (or BENCH_POSTGRES_URL), on PostgreSQL too, with the number of history entries
+written (one "created from generator X with parameters Y" line, not one per row) and of progress
+steps reported. Target: save < 30 s on both.
 
     .venv/bin/python bench/design_save.py [--nodes 2048]
 """
@@ -23,20 +26,26 @@ def run_one(database_url: str, nodes: int) -> str:
     code = f"""
 import time, django
 django.setup()
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 call_command("catalog", "import", verbosity=0)
-from topology.fabric.generators import generate
-from topology.selectors import catalog_load
-from topology.services import design_create_from_plan, team_create
-from topology.models import Gpu, Link
+from topology.models import DesignChange, Gpu, Link
+from topology.services import design_generate, generator_plan, team_create
+user = get_user_model().objects.create_user("bench")
+team = team_create(name="bench", users=[user])
+params = {{"server": "dgx-h100", "nodes": {nodes}}}
 t0 = time.perf_counter()
-plan = generate("rail-optimized", catalog=catalog_load(), server="dgx-h100", nodes={nodes})
+generator_plan(generator="rail-optimized", params=params)
 t1 = time.perf_counter()
-design = design_create_from_plan(plan=plan, name="bench", team=team_create(name="bench"))
+steps = []
+design = design_generate(generator="rail-optimized", params=params, name="bench", team=team, user=user,
+                         on_progress=lambda fraction, stage: steps.append(fraction))
 t2 = time.perf_counter()
-print(f"generate {{t1 - t0:.2f}} s, save {{t2 - t1:.2f}} s "
-      f"({{Gpu.objects.count():,}} GPUs, {{Link.objects.count():,}} links)")
+entries = DesignChange.objects.filter(design=design).count()
+print(f"generate {{t1 - t0:.2f}} s, save with history {{t2 - t1:.2f}} s "
+      f"({{Gpu.objects.count():,}} GPUs, {{Link.objects.count():,}} links, {{entries}} history entry, "
+      f"{{len(steps)}} progress steps)")
 """
     env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "twin.settings"}
     env.pop("REDIS_URL", None)

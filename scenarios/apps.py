@@ -8,3 +8,6 @@ from django.apps import AppConfig
 class ScenariosConfig(AppConfig):
     name = "scenarios"
     verbose_name = "Scenarios and runs"
+
+    def ready(self) -> None:
+        from scenarios import receivers  # noqa: F401  (connects to topology's design signals)

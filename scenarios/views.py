@@ -41,7 +41,8 @@ from scenarios.services import (
 from scenarios.storage import run_array
 from topology.fabric.jsonsafe import json_safe
 from topology.models import Design, GpuType, ServerType
-from twin.permissions import CHANGE, RUN, restrict
+from twin.permissions import CHANGE, RUN, VIEW, actions_on, require, restrict
+from twin.teams import of_current_team
 
 MAX_COMPARED = 6
 #: Largest primary key a URL may name (a bigger number is not an id: 404, not a database error).
@@ -55,18 +56,21 @@ def _catalog_choices() -> dict[str, list[str]]:
     }
 
 
-def _design(user, pk, action: str = "view") -> Design:
-    return get_object_or_404(restrict(Design.objects, user, action), pk=_pk(pk))
+# Another team's object is a 404; one the user sees but whose action their role lacks is a 403.
+def _design(user, pk, action: str = VIEW) -> Design:
+    return require(get_object_or_404(restrict(Design.objects, user, VIEW), pk=_pk(pk)), user, action)
 
 
-def _scenario(user, pk, action: str = "view") -> Scenario:
-    return get_object_or_404(restrict(Scenario.objects, user, action).select_related("design"), pk=pk)
+def _scenario(user, pk, action: str = VIEW) -> Scenario:
+    scenario = get_object_or_404(restrict(Scenario.objects, user, VIEW).select_related("design"), pk=pk)
+    return require(scenario, user, action)
 
 
-def _run(user, pk, action: str = "view") -> Run:
-    return get_object_or_404(
-        restrict(Run.objects, user, action).select_related("scenario", "scenario__design"), pk=pk
+def _run(user, pk, action: str = VIEW) -> Run:
+    run = get_object_or_404(
+        restrict(Run.objects, user, VIEW).select_related("scenario", "scenario__design"), pk=pk
     )
+    return require(run, user, action)
 
 
 def _pk(value) -> int:
@@ -82,7 +86,8 @@ def _pk(value) -> int:
 
 @login_required
 def scenario_list(request):
-    scenarios = restrict(Scenario.objects, request.user).select_related("design", "created_by")
+    scenarios = of_current_team(request, restrict(Scenario.objects, request.user), "design__team")
+    scenarios = scenarios.select_related("design", "created_by")
     return render(request, "scenarios/scenario_list.html", {"scenarios": scenarios.prefetch_related("runs")})
 
 
@@ -92,7 +97,8 @@ def scenario_new(request):
     design_pk = request.GET.get("design") or request.POST.get("design")
     if not design_pk:
         # Reached from the navigation or a bookmark: let the user pick the design first.
-        designs = restrict(Design.objects, request.user, CHANGE).select_related("team")
+        designs = of_current_team(request, restrict(Design.objects, request.user, CHANGE))
+        designs = designs.select_related("team")
         return render(request, "scenarios/scenario_choose_design.html", {"designs": designs})
     design = _design(request.user, design_pk, CHANGE)
     form = ScenarioForm(
@@ -162,7 +168,7 @@ def _scenario_page(request, scenario, *, form, run_forms, status: int = 200):
 @login_required
 def scenario_detail(request, pk: int):
     """The scenario: its runs, run buttons, and the editor (POST saves it)."""
-    scenario = _scenario(request.user, pk)
+    scenario = _scenario(request.user, pk, CHANGE if request.method == "POST" else VIEW)
     initial = _initial(scenario)
     form = ScenarioForm(request.POST or None, catalog_choices=_catalog_choices(), initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -206,7 +212,7 @@ def scenario_yaml(request, pk: int):
 
 @login_required
 def scenario_import(request):
-    designs = restrict(Design.objects, request.user, CHANGE)
+    designs = of_current_team(request, restrict(Design.objects, request.user, CHANGE))
     form = ScenarioImportForm(
         request.POST or None,
         request.FILES or None,
@@ -334,7 +340,9 @@ def compare(request):
         "runs": runs,
         "rows": compare_rows(runs) if runs else [],
         "charts": compare_charts(runs) if len(runs) > 1 else [],
-        "recent": visible.filter(status="succeeded")[:30] if len(runs) < 2 else [],
+        "recent": of_current_team(request, visible, "scenario__design__team").filter(status="succeeded")[:30]
+        if len(runs) < 2
+        else [],
     }
     return render(request, "scenarios/compare.html", context)
 
@@ -365,6 +373,7 @@ def design_panel(request, pk: int):
         "scenarios": Scenario.objects.filter(design=design).order_by("-updated")[:30],
         "runs": Run.objects.filter(scenario__design=design).select_related("scenario")[:15],
         "new_url": f"{reverse('scenarios:scenario-new')}?design={design.pk}",
+        "can": actions_on(design, request.user),
     }
     return render(request, "scenarios/_design_panel.html", context)
 

@@ -1,20 +1,28 @@
-"""Admin for the hardware catalog (curated here) and for designs and their parts.
+"""Admin for the hardware catalog (curated here by staff) and for designs, their parts and teams.
 
 Every save or delete of a design part goes through ``services.design_changed`` (in the admin's
-transaction), and every catalog edit through ``services.catalog_changed``, so the designs' version
-moves and no cache serves stale derived data.
+transaction, with a history entry of the form's changes), and every catalog edit through
+``services.catalog_changed``, so the designs' version moves and no cache serves stale derived
+data. Staff who are not superusers see and change only what the permission module lets them
+(``get_queryset`` through ``restrict``, object permissions through ``allows``); team members
+and roles go through the team services (invitations, the last-admin rule).
 """
 
 from __future__ import annotations
 
 import yaml
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Model
 from django.http import HttpResponse
 
 from topology import models, services
+from topology.choices import ChangeAction
 from topology.fabric.specs import spec_to_dict
 from topology.selectors import catalog_load
+from twin.permissions import CHANGE, MANAGE, TEAM_PATHS, VIEW, allows, require, restrict
 
 CATALOG_KIND = {
     models.GpuType: "gpus",
@@ -23,6 +31,25 @@ CATALOG_KIND = {
     models.LinkType: "links",
     models.PowerFeedType: "feeds",
 }
+
+
+def form_diff(form) -> tuple[services.FieldChange, ...]:
+    """The fields an admin form changed, before and after, as the history shows them."""
+    lines = []
+    for name in form.changed_data:
+        field = form.fields[name]
+        before, after = form.initial.get(name), form.cleaned_data.get(name)
+        if isinstance(field, forms.ModelMultipleChoiceField):
+            before = list(before or [])
+        elif (
+            isinstance(field, forms.ModelChoiceField) and before is not None and not isinstance(before, Model)
+        ):
+            before = field.queryset.filter(pk=before).first()
+        label = str(field.label or name)
+        lines.append(
+            services.FieldChange(name, label, services.display_value(before), services.display_value(after))
+        )
+    return tuple(lines)
 
 
 @admin.action(description="Export selected as catalog YAML")
@@ -45,35 +72,108 @@ class CatalogAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if change:
-            services.catalog_changed(obj)
+            services.catalog_changed(obj, user=request.user, diff=form_diff(form))
 
 
-class DesignPartAdmin(admin.ModelAdmin):
-    """Admin of a design or one of its parts: every change bumps the design's version."""
+class TeamOwnedAdmin(admin.ModelAdmin):
+    """Admin of a team-owned model for staff: rows, choices and object permissions come from the
+    permission module (superusers pass every check there)."""
+
+    #: The action that changing (and deleting) a row needs.
+    change_action = CHANGE
+    delete_action = CHANGE
+
+    def get_queryset(self, request):
+        return restrict(super().get_queryset(request), request.user, VIEW)
+
+    def has_change_permission(self, request, obj=None):
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (obj is None or allows(obj, request.user, self.change_action))
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and (obj is None or allows(obj, request.user, self.delete_action))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None and db_field.related_model._meta.label_lower in TEAM_PATHS:
+            field.queryset = restrict(field.queryset, request.user, self.change_action)
+        return field
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if field is not None and db_field.related_model._meta.label_lower in TEAM_PATHS:
+            field.queryset = restrict(field.queryset, request.user, self.change_action)
+        return field
+
+    def _require_all(self, request, queryset, action: str) -> None:
+        if restrict(queryset, request.user, action).count() != queryset.count():
+            raise PermissionDenied(f"your role does not allow '{action}' on every selected row")
+
+
+class DesignPartAdmin(TeamOwnedAdmin):
+    """Admin of a design or one of its parts: every change bumps the design's version and
+    writes its history entry."""
+
+    def save_model(self, request, obj, form, change):
+        if isinstance(obj, models.Design):
+            require(obj.team, request.user, CHANGE)
+        else:
+            require(services.design_of(obj), request.user, CHANGE)
+        super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
         # Called after save_model, inside the same transaction, once the many-to-many rows
         # (a feed's racks) are saved too: one version bump per saved form. A new design starts
-        # at version 1.
+        # at version 1 with its own history entry.
         super().save_related(request, form, formsets, change)
-        if change or not isinstance(form.instance, models.Design):
-            services.design_changed(services.design_of(form.instance))
+        obj = form.instance
+        kind, name = str(obj._meta.verbose_name), str(obj)
+        if isinstance(obj, models.Design) and not change:
+            services.history_record(
+                design=obj,
+                user=request.user,
+                change=services.Change(ChangeAction.CREATED, "design", name, "created in the admin"),
+            )
+            return
+        diff = form_diff(form)
+        action = ChangeAction.CHANGED if change else ChangeAction.ADDED
+        summary = (
+            services.diff_summary(kind, name, diff) + " (in the admin)"
+            if diff and change
+            else f"{kind} {name} {action} in the admin"
+        )
+        services.design_changed(
+            services.design_of(obj),
+            user=request.user,
+            change=services.Change(action, kind, name, summary, diff),
+        )
 
     def delete_model(self, request, obj):
         if isinstance(obj, models.Design):
-            return super().delete_model(request, obj)
-        design = services.design_of(obj)
-        with transaction.atomic():
-            super().delete_model(request, obj)
-            services.design_changed(design)
+            services.design_delete(design=obj, user=request.user)
+            return
+        services.design_part_delete(part=obj, user=request.user)
 
     def delete_queryset(self, request, queryset):
         if queryset.model is models.Design:
-            return super().delete_queryset(request, queryset)
+            self._require_all(request, queryset, MANAGE)
+            for design in list(queryset):
+                services.design_delete(design=design, user=request.user)
+            return
+        self._require_all(request, queryset, CHANGE)
         with transaction.atomic():
             designs = list(services.designs_of(queryset))
+            count, kind = queryset.count(), str(queryset.model._meta.verbose_name_plural)
             super().delete_queryset(request, queryset)
-            services.designs_changed(models.Design.objects.filter(pk__in=[d.pk for d in designs]))
+            for design in designs:
+                services.design_changed(
+                    design,
+                    user=request.user,
+                    change=services.Change(
+                        ChangeAction.REMOVED, kind, "", f"{count} {kind} removed in the admin"
+                    ),
+                )
 
 
 @admin.register(models.GpuType)
@@ -139,19 +239,66 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ("user",)
 
 
+def _membership_saved(request, membership, change: bool) -> None:
+    """An admin form's membership through the team services (their rules: a team keeps an admin)."""
+    if change:
+        services.membership_update(membership=membership, role=membership.role, user=request.user)
+    else:
+        services.team_invite(
+            team=membership.team,
+            username=membership.user.get_username(),
+            role=membership.role,
+            user=request.user,
+        )
+
+
 @admin.register(models.Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(TeamOwnedAdmin):
     list_display = ("name", "slug")
     search_fields = ("name",)
     prepopulated_fields = {"slug": ("name",)}
     inlines = (MembershipInline,)
+    change_action = MANAGE
+    delete_action = MANAGE
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not models.TeamMembership:
+            return super().save_formset(request, form, formset, change)
+        try:
+            for inline in formset.forms:
+                if not inline.has_changed() or not inline.cleaned_data:
+                    continue
+                membership = inline.instance
+                if inline.cleaned_data.get("DELETE") and membership.pk:
+                    services.membership_remove(membership=membership, user=request.user)
+                elif not inline.cleaned_data.get("DELETE"):
+                    membership.team = form.instance
+                    _membership_saved(request, membership, change=bool(membership.pk))
+        except ValidationError as error:
+            raise PermissionDenied("; ".join(error.messages)) from None
 
 
 @admin.register(models.TeamMembership)
-class TeamMembershipAdmin(admin.ModelAdmin):
+class TeamMembershipAdmin(TeamOwnedAdmin):
     list_display = ("team", "user", "role")
     list_filter = ("role", "team")
     search_fields = ("user__username", "team__name")
+    change_action = MANAGE
+    delete_action = MANAGE
+
+    def save_model(self, request, obj, form, change):
+        try:
+            _membership_saved(request, obj, change)
+        except ValidationError as error:
+            raise PermissionDenied("; ".join(error.messages)) from None
+
+    def delete_model(self, request, obj):
+        services.membership_remove(membership=obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        self._require_all(request, queryset, MANAGE)
+        for membership in list(queryset):
+            services.membership_remove(membership=membership, user=request.user)
 
 
 @admin.register(models.Design)

@@ -40,8 +40,33 @@ class FeedSide(models.IntegerChoices):
 
 
 class TeamRole(models.TextChoices):
-    MEMBER = "member", "Member"
+    """A member's role; what each may do is ``twin.permissions.ROLE_ACTIONS`` (nowhere else)."""
+
+    VIEWER = "viewer", "Viewer"
+    EDITOR = "editor", "Editor"
     ADMIN = "admin", "Admin"
+
+
+class ChangeAction(models.TextChoices):
+    """What one history entry of a design records."""
+
+    CREATED = "created", "Created"
+    CHANGED = "changed", "Changed"
+    ADDED = "added", "Added"
+    REMOVED = "removed", "Removed"
+    CATALOG = "catalog", "Catalog edit"
+
+
+class BuildKind(models.TextChoices):
+    GENERATE = "generate", "From a generator"
+    FORK = "fork", "Fork"
+
+
+class BuildStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Saving"
+    SUCCEEDED = "succeeded", "Saved"
+    FAILED = "failed", "Failed"
 
 
 class Generator(models.TextChoices):

@@ -18,6 +18,9 @@ from django.db.models import Q
 from django.urls import reverse
 
 from topology.choices import (
+    BuildKind,
+    BuildStatus,
+    ChangeAction,
     FeedSide,
     Generator,
     LinkTier,
@@ -197,7 +200,7 @@ class TeamMembership(models.Model):
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=16, choices=TeamRole.choices, default=TeamRole.MEMBER)
+    role = models.CharField(max_length=16, choices=TeamRole.choices, default=TeamRole.VIEWER)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=("team", "user"), name="unique_team_member")]
@@ -506,3 +509,66 @@ class PowerFeed(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# --- History and background builds ----------------------------------------------------------
+
+
+class DesignChange(models.Model):
+    """One entry of a design's history: who changed what, when, and the version it made.
+
+    Written only by the design-change service (``services.design_changed``) and the services
+    that create designs; ``changes`` is the readable diff, ``[{field, label, before, after}]``.
+    """
+
+    design = models.ForeignKey(Design, on_delete=models.CASCADE, related_name="changes")
+    version = models.PositiveIntegerField(help_text="the design version this change made")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    user_name = models.CharField(max_length=150, blank=True, help_text="kept if the user is deleted")
+    time = models.DateTimeField(auto_now_add=True)
+    action = models.CharField(max_length=16, choices=ChangeAction.choices)
+    object_kind = models.CharField(max_length=32, help_text="design, rack, power feed, ...")
+    object_name = models.CharField(max_length=200, blank=True)
+    summary = models.CharField(max_length=500)
+    changes = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ("-version", "-pk")
+        indexes = [models.Index(fields=("design", "version"), name="design_change_version")]
+
+    def __str__(self) -> str:
+        return f"{self.design_id} v{self.version}: {self.summary}"
+
+
+class DesignBuild(models.Model):
+    """A design being saved in the background (from a generator, or as a fork), so that a
+    16,384-GPU save shows a progress bar instead of a hung page. Live progress is on the
+    progress board (``twin.progress``) under ``task_id``."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="builds")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    kind = models.CharField(max_length=16, choices=BuildKind.choices)
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    generator = models.CharField(max_length=32, blank=True)
+    parameters = models.JSONField(default=default_dict, blank=True)
+    source = models.ForeignKey(Design, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    status = models.CharField(max_length=16, choices=BuildStatus.choices, default=BuildStatus.QUEUED)
+    error = models.TextField(blank=True)
+    design = models.ForeignKey(Design, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    task_id = models.CharField(max_length=64)
+    created = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created", "-pk")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_status_display()})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("topology:build-detail", args=[self.pk])

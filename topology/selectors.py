@@ -415,3 +415,43 @@ def _index_of(sorted_pks: np.ndarray):
         return np.searchsorted(sorted_pks, np.asarray(pks)).astype(np.int64)
 
     return index
+
+
+def design_summary_now(*, design: Design) -> dict[str, Any]:
+    """The totals of a design's rows as they are in this transaction (not cached: for the
+    service that just changed them, before its version is visible to anyone)."""
+    return _design_plan(design, catalog_load()).summary()
+
+
+def plan_floor_plan(plan: FabricPlan) -> FloorPlan:
+    """The floor plan of a plan not saved yet (the new-design preview), as ``design_floor_plan``
+    draws a saved one."""
+    n_racks = plan.n_racks
+    nameplate_w = plan.rack_nameplate_w()
+    nodes = np.bincount(plan.node_rack, minlength=n_racks)
+    switches = np.bincount(plan.switch_rack, minlength=n_racks)
+    racks = [
+        FloorRack(
+            name=plan.rack_name[i],
+            row=int(plan.rack_row[i]),
+            column=int(plan.rack_col[i]),
+            kind=int(plan.rack_kind[i]),
+            kind_label=RackKind(int(plan.rack_kind[i])).label,
+            color=RACK_COLORS[RackKind(int(plan.rack_kind[i]))],
+            nodes=int(nodes[i]),
+            switches=int(switches[i]),
+            power_budget_kw=float(plan.rack_budget_kw[i]),
+            nameplate_kw=float(nameplate_w[i]) / 1000.0,
+        )
+        for i in range(n_racks)
+    ]
+    return FloorPlan(rows=plan.hall_rows, columns=plan.hall_cols, racks=racks)
+
+
+def design_free_name(*, team, base: str) -> str:
+    """``base``, or "base 2", "base 3"... whichever the team has no design called (forms' defaults)."""
+    name, n = base[:120], 2
+    while Design.objects.filter(team=team, name=name).exists():
+        suffix = f" {n}"
+        name, n = base[: 120 - len(suffix)] + suffix, n + 1
+    return name

@@ -1,8 +1,8 @@
 """The in-process Celery worker of embedded mode (no Redis): a thread in the web process that
 consumes the in-memory broker, so `make run` needs nothing but Python.
 
-The in-memory queue dies with the process, so at start-up every run still queued or running
-is failed with an explanation (nothing would ever finish it), and a reaper thread fails runs
+The in-memory queue dies with the process, so at start-up every run (and design save) still
+queued or running is failed with an explanation (nothing would ever finish it), and a reaper thread fails runs
 whose heartbeat stops later on.
 """
 
@@ -21,14 +21,18 @@ def _fail_orphaned_runs() -> None:
     from django.db import DatabaseError
 
     from scenarios.services import runs_fail_orphaned_on_start
+    from topology.services import design_builds_fail_orphaned
 
     try:
         orphaned = runs_fail_orphaned_on_start()
+        builds = design_builds_fail_orphaned()
     except DatabaseError:  # tables not migrated yet: nothing can be orphaned
         logger.info("embedded worker: runs table not ready, skipping the orphan check")
         return
     if orphaned:
         logger.warning("embedded worker: failed runs orphaned by the last shutdown: %s", orphaned)
+    if builds:
+        logger.warning("embedded worker: %d design saves were orphaned by the last shutdown", builds)
 
 
 def start_embedded_worker() -> threading.Thread | None:

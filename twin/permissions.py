@@ -23,10 +23,12 @@ VIEW, CHANGE, RUN, MANAGE = "view", "change", "run", "manage"
 #: ``manage`` administers a team (members, invitations, deletion).
 ACTIONS = (VIEW, CHANGE, RUN, MANAGE)
 
-#: Actions each membership role grants (``topology.choices.TeamRole`` values). Today every
-#: member may do everything; the teams issue narrows this to viewer / editor / admin.
+#: Actions each membership role grants (``topology.choices.TeamRole`` values): the only place
+#: a role means something. Viewers read; editors also change designs and scenarios and start
+#: runs; admins also manage the team (members, invitations) and delete designs.
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
-    "member": frozenset(ACTIONS),
+    "viewer": frozenset({VIEW}),
+    "editor": frozenset({VIEW, CHANGE, RUN}),
     "admin": frozenset(ACTIONS),
 }
 
@@ -42,6 +44,8 @@ TEAM_PATHS = {
     "topology.switch": "design__team",
     "topology.link": "design__team",
     "topology.powerfeed": "design__team",
+    "topology.designchange": "design__team",
+    "topology.designbuild": "team",
     "scenarios.scenario": "design__team",
     "scenarios.run": "scenario__design__team",
     "scenarios.runarray": "run__scenario__design__team",
@@ -102,6 +106,29 @@ def allows(obj: Model, user, action: str = VIEW) -> bool:
     return restrict(manager.filter(pk=obj.pk), user, action).exists()
 
 
+def team_roles(user) -> dict[int, str]:
+    """``{team pk: role}`` of the user's memberships (the teams page shows each role)."""
+    from topology.models import TeamMembership
+
+    if user is None or not user.is_authenticated:
+        return {}
+    return dict(TeamMembership.objects.filter(user=user).values_list("team", "role"))
+
+
+def actions_on(obj: Model, user) -> frozenset[str]:
+    """Every action ``user`` may perform on ``obj`` (one query; pages show only what is allowed)."""
+    from topology.models import TeamMembership
+
+    if user is None or not user.is_authenticated:
+        return frozenset()
+    if user.is_superuser:
+        return frozenset(ACTIONS)
+    path = _team_path(type(obj))
+    team = type(obj)._default_manager.filter(pk=obj.pk).values(path)
+    roles = TeamMembership.objects.filter(user=user, team__in=team).values_list("role", flat=True)
+    return frozenset().union(*(ROLE_ACTIONS.get(role, frozenset()) for role in roles))
+
+
 def require(obj: Model, user, action: str = VIEW) -> Model:
     """Return ``obj`` if ``user`` may perform ``action`` on it.
 
@@ -119,3 +146,17 @@ def require(obj: Model, user, action: str = VIEW) -> Model:
     if action != VIEW and not allows(obj, user, action):
         raise Forbidden(f"{label} {obj.pk}: your role does not allow '{action}'")
     return obj
+
+
+def catalog_allows(user, action: str = VIEW) -> bool:
+    """The hardware catalog is shared by every team: anyone logged in views it, staff change it."""
+    _check_action(action)
+    if user is None or not user.is_authenticated:
+        return False
+    return action == VIEW or bool(user.is_staff or user.is_superuser)
+
+
+def require_catalog(user, action: str = VIEW) -> None:
+    """Raise :class:`Forbidden` unless ``user`` may perform ``action`` on the catalog."""
+    if not catalog_allows(user, action):
+        raise Forbidden(f"catalog: only staff may '{action}' it" if action != VIEW else "catalog: log in")

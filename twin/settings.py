@@ -46,6 +46,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "channels",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "twin",
     "topology",
     "scenarios",
@@ -73,6 +78,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "twin.context_processors.teams",
             ],
         },
     },
@@ -160,6 +166,40 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 
+# --- REST API (/api/, docs/api.md) ------------------------------------------------------------
+# Largest request body the API reads (413 past it); scenario files themselves stop at 1 MiB.
+TWIN_API_MAX_BODY_BYTES = int(os.environ.get("TWIN_API_MAX_BODY_BYTES", str(2 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = TWIN_API_MAX_BODY_BYTES
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",  # scripts: Authorization: Token ...
+        "rest_framework.authentication.SessionAuthentication",  # the browser, with CSRF
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["twin.api.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "twin.api.pagination.ApiPagination",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "twin.api.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cluster Twin API",
+    "DESCRIPTION": "Designs, scenarios, runs, the hardware catalog and teams (docs/api.md).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from the project's static files, no CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "twin.api.schema.add_error_responses",
+    ],
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -168,6 +208,19 @@ LOGGING = {
     "loggers": {"daphne": {"level": "WARNING"}},
 }
 
+# --- Production (DEBUG=0): HTTPS only, `manage.py check --deploy` clean with the defaults --------
+# Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https; for a
+# plain-HTTP trial (docker compose on localhost) set SECURE_SSL_REDIRECT=0 SECURE_HSTS_SECONDS=0
+# SECURE_COOKIES=0.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(14 * 24 * 3600)))
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+    _proxy_header = [p.strip() for p in os.environ.get("SECURE_PROXY_SSL_HEADER", "").split(",") if p.strip()]
+    if len(_proxy_header) == 2:
+        SECURE_PROXY_SSL_HEADER = tuple(_proxy_header)

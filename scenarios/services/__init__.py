@@ -22,6 +22,7 @@ from scenarios.services.execution import (
 from scenarios.services.runs import (
     heartbeat_interval_s,
     run_cancel,
+    run_delete,
     run_start,
     runs_fail_orphaned_on_start,
     runs_reap_stale,
@@ -29,6 +30,7 @@ from scenarios.services.runs import (
 )
 from scenarios.services.scenarios import (
     scenario_create,
+    scenario_delete,
     scenario_duplicate,
     scenario_from_yaml,
     scenario_to_yaml,
@@ -43,6 +45,7 @@ __all__ = [
     "heartbeat_interval_s",
     "run_cancel",
     "run_chunk_compute",
+    "run_delete",
     "run_execute",
     "run_fail",
     "run_finish",
@@ -53,6 +56,7 @@ __all__ = [
     "runs_reap_stale",
     "scenario_check",
     "scenario_create",
+    "scenario_delete",
     "scenario_dict",
     "scenario_duplicate",
     "scenario_from_yaml",

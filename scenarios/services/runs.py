@@ -19,7 +19,7 @@ from scenarios.choices import ACTIVE_STATUSES, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, Scenario
 from scenarios.scenario_file import saved_scenario_check
-from twin.permissions import RUN, require
+from twin.permissions import CHANGE, RUN, require
 
 logger = logging.getLogger(__name__)
 
@@ -123,3 +123,11 @@ def runs_fail_orphaned_on_start() -> list[int]:
     """Embedded mode at start-up: the in-memory queue is new, so every active run is orphaned."""
     close_old_connections()
     return runs_reap_stale(stale_after=0.0, queued_too=True)
+
+
+def run_delete(*, run: Run, user) -> None:
+    """Delete a run and its results; a run still queued or running is cancelled first."""
+    require(run, user, CHANGE)
+    if run.is_active:
+        run_cancel(run=run, user=user)
+    run.delete()

@@ -188,3 +188,13 @@ def _design_for_cluster(parsed, user):
     while Design.objects.filter(team=team, name=name).exists():
         name, n = f"{parsed.name} cluster {n}", n + 1
     return design_create_from_plan(plan=plan, name=name, team=team, user=user)
+
+
+def scenario_delete(*, scenario: Scenario, user) -> None:
+    """Delete a scenario with its runs; runs still queued or running are cancelled first."""
+    from scenarios.services.runs import run_cancel
+
+    require(scenario, user, CHANGE)
+    for run in scenario.runs.active():
+        run_cancel(run=run, user=user)
+    scenario.delete()

@@ -3,12 +3,18 @@
 Each file runs in its own process, as a user would run it, with the embedded settings (SQLite in
 a temporary TWIN_VAR_DIR, no DATABASE_URL/REDIS_URL) migrated and given the catalog once. Every
 file but the base must fail with exactly one stderr line naming the field, no traceback, within
-the CPU and memory limits below (measured on the child with ``os.wait4``). Two run at a time.
+the CPU and memory limits below. Two run at a time.
+
+The child is started by a small forking wrapper that reports the child's ``os.wait4`` usage:
+Linux carries the peak RSS of the process that spawned an exec'd program into its
+``ru_maxrss``, so measured straight from pytest (hundreds of MB by then) every child would
+look as large as pytest.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +37,17 @@ HANG_LIMIT_S = 60.0
 #: Peak resident memory of one child (Django, numpy and scipy alone are ~110 MB).
 RSS_LIMIT_MB = 300
 PARALLEL = 2
+#: Forks ``argv[2:]``, waits for it and writes its CPU seconds and peak RSS (KiB) to ``argv[1]``.
+WRAPPER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execv(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(f'{usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}')\n"
+    "code = os.waitstatus_to_exitcode(status)\n"
+    "sys.exit(code if code >= 0 else 128 - code)\n"
+)
 
 pytestmark = pytest.mark.timeout(900)
 #: One process migrates the embedded database and imports the catalog (simulate reads it).
@@ -76,28 +93,43 @@ def manage(env: dict[str, str], *args: str) -> None:
 
 def simulate(env: dict[str, str], path: Path) -> Outcome:
     """Run ``manage.py simulate path``; its status, output and rusage (CPU, peak RSS)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        usage_file = Path(tmp) / "usage"
+        args = [
+            sys.executable,
+            "-c",
+            WRAPPER,
+            str(usage_file),
+            sys.executable,
+            "manage.py",
+            "simulate",
+            str(path),
+        ]
         started = time.monotonic()
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "simulate", str(path)], cwd=ROOT, env=env, stdout=out, stderr=err
-        )
-        killer = threading.Timer(HANG_LIMIT_S, process.kill)
+        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=err, start_new_session=True)
+        killer = threading.Timer(HANG_LIMIT_S, lambda: os.killpg(process.pid, signal.SIGKILL))
         killer.start()
         try:
-            _, status, usage = os.wait4(process.pid, 0)
+            returncode = process.wait()
         finally:
             killer.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         wall_s = time.monotonic() - started
+        cpu_s, max_rss_kib = (
+            (float(v) for v in usage_file.read_text().split()) if usage_file.exists() else (0, 0)
+        )
         out.seek(0)
         err.seek(0)
         return Outcome(
-            returncode=process.returncode,
+            returncode=returncode,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
-            cpu_s=usage.ru_utime + usage.ru_stime,
+            cpu_s=cpu_s,
             wall_s=wall_s,
-            max_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+            max_rss_mb=max_rss_kib / 1024,  # KiB on Linux
             killed=wall_s >= HANG_LIMIT_S,
         )
 

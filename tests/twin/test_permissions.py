@@ -7,12 +7,38 @@ import pytest
 from django.urls import get_resolver, reverse
 
 from scenarios.models import Run, RunArray, Scenario
-from topology.models import Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch, Team, TeamMembership
+from topology.models import (
+    Design,
+    DesignBuild,
+    DesignChange,
+    Gpu,
+    Hall,
+    Link,
+    Node,
+    PowerFeed,
+    Rack,
+    Switch,
+    Team,
+    TeamMembership,
+)
 from twin import permissions
 from twin.permissions import ACTIONS, Forbidden, NotFound, allows, require, restrict
 
 MODELS = (
-    *(Team, TeamMembership, Design, Hall, Rack, Node, Gpu, Switch, Link, PowerFeed),
+    *(
+        Team,
+        TeamMembership,
+        Design,
+        Hall,
+        Rack,
+        Node,
+        Gpu,
+        Switch,
+        Link,
+        PowerFeed,
+        DesignChange,
+        DesignBuild,
+    ),
     *(Scenario, Run, RunArray),
 )
 
@@ -22,6 +48,8 @@ def owned(scenario):
     """One object of every kind, all of team Alpha."""
     run = Run.objects.create(scenario=scenario, kind="step", status="succeeded")
     RunArray.objects.create(run=run, name="x", dtype="float32", shape=[0], data=b"")
+    design = scenario.design
+    DesignBuild.objects.create(team=design.team, kind="generate", name="queued", task_id="t-alpha")
     return run
 
 
@@ -75,10 +103,26 @@ OBJECT_URLS = {
     "scenarios:run-state": "run",
     "scenarios:run-charts": "run",
     "scenarios:run-cancel": "run",
-    "scenarios:run-kind-data": "run",
-    "scenarios:run-array": "run+name",
     "topology:design-detail": "design",
     "topology:rack-detail": "design+rack",
+    "topology:design-edit": "design",
+    "topology:design-history": "design",
+    "topology:design-fork": "design",
+    "topology:design-delete": "design",
+    "topology:design-racks": "design",
+    "topology:design-feeds": "design",
+    "topology:rack-edit": "design+rack",
+    "topology:rack-add": "design+rack",
+    "topology:rack-remove": "design+rack",
+    "topology:feed-edit": "design+feed",
+    "topology:build-detail": "build",
+    "topology:build-status": "build",
+    "scenarios:scenario-delete": "scenario",
+    "scenarios:run-delete": "run",
+    "scenarios:run-kind-data": "run",
+    "scenarios:run-array": "run+array",
+    "scenarios:design-export": "design",
+    "scenarios:design-version-runs": "design",
 }
 
 
@@ -95,10 +139,17 @@ def test_the_list_of_object_urls_is_complete():
 
 def test_every_door_of_another_teams_object_is_not_found(client, owned, design, outsider):
     rack = Rack.objects.filter(hall__design=design).first()
-    objects = {"scenario": owned.scenario.pk, "run": owned.pk, "design": design.pk}
+    feed = PowerFeed.objects.filter(design=design).first()
+    build = DesignBuild.objects.get(team=design.team)
+    objects = {"scenario": owned.scenario.pk, "run": owned.pk, "design": design.pk, "build": build.pk}
     client.force_login(outsider)
     for name, kind in OBJECT_URLS.items():
-        args = {"design+rack": [design.pk, rack.pk], "run+name": [owned.pk, "x"]}.get(kind) or [objects[kind]]
+        parts = {
+            "design+rack": [design.pk, rack.pk],
+            "design+feed": [design.pk, feed.pk],
+            "run+array": [owned.pk, "x"],
+        }
+        args = parts.get(kind) or [objects[kind]]
         url = reverse(name, args=args)
         assert client.get(url).status_code in (404, 405), url
         assert client.post(url, {"kind": "step"}).status_code == 404, url
@@ -106,6 +157,7 @@ def test_every_door_of_another_teams_object_is_not_found(client, owned, design, 
     assert client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").status_code == 404
     owned.refresh_from_db()
     assert owned.status == "succeeded" and Scenario.objects.count() == 1 and Run.objects.count() == 1
+    assert Design.objects.get(pk=design.pk).version == 1 and Rack.objects.filter(pk=rack.pk).exists()
 
 
 def test_ids_too_large_for_a_key_are_not_found_not_an_error(client, user, scenario):

@@ -8,11 +8,9 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from topology.fabric.generators import GENERATORS, generate
-from topology.fabric.specs import CatalogError
+from topology.fabric.generators import GENERATORS
 from topology.models import Team
-from topology.selectors import catalog_load
-from topology.services import DEMO_TEAM, design_create_from_plan
+from topology.services import DEMO_TEAM, design_create_from_plan, generator_plan
 
 
 class Command(BaseCommand):
@@ -44,10 +42,10 @@ class Command(BaseCommand):
             "tiers": options["tiers"],
         }
         started = time.perf_counter()
-        try:
-            plan = generate(options["generator"], catalog=catalog_load(), **params)
-        except (CatalogError, ValueError) as exc:
-            raise CommandError(str(exc)) from exc
+        try:  # the same validation as the design form and the API
+            plan = generator_plan(generator=options["generator"], params=params)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
         summary = plan.summary()
         if options["save"]:
             team = Team.objects.filter(name=options["team"]).first()

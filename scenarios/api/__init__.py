@@ -1,0 +1,2 @@
+"""The REST API of scenarios and runs (DRF viewsets over ``scenarios.services`` and
+``scenarios.selectors``; mounted under ``/api/`` by ``twin/api/urls.py``)."""
