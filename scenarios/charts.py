@@ -383,7 +383,14 @@ def wall_time_figure(wall_time_s: np.ndarray, summary: dict[str, Any]) -> go.Fig
 
 
 def badput_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) -> go.Figure:
-    """Stacked bars of where the wall time goes (mean hours per run): goodput, then each cause."""
+    """Where the wall time goes (mean hours per run).
+
+    One run: a bar per cause of lost time, largest first, the goodput in the title (beside weeks
+    of training the causes would be slivers of one stacked bar). Several runs: one stacked bar
+    per run, goodput first, so the runs line up.
+    """
+    if len(summaries) == 1:
+        return _lost_time_figure(summaries[0])
     figure = go.Figure(
         layout=_layout(
             "Where the time goes (mean per run)",
@@ -393,12 +400,7 @@ def badput_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) ->
         )
     )
     for i, key in enumerate(BADPUT_LABELS):
-        values = [
-            float(s.get("goodput_s") or 0.0)
-            if key == "goodput"
-            else float((s.get("badput") or {}).get(key, 0.0))
-            for s in summaries
-        ]
+        values = [_time_s(s, key) for s in summaries]
         if not any(values):
             continue
         figure.add_trace(
@@ -414,32 +416,83 @@ def badput_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) ->
     return figure
 
 
+def _time_s(summary: dict[str, Any], key: str) -> float:
+    if key == "goodput":
+        return float(summary.get("goodput_s") or 0.0)
+    return float((summary.get("badput") or {}).get(key, 0.0))
+
+
+def _lost_time_figure(summary: dict[str, Any]) -> go.Figure:
+    lost = sorted(
+        ((BADPUT_LABELS[k], _time_s(summary, k) / 3600.0) for k in BADPUT_LABELS if k != "goodput"),
+        key=lambda item: -item[1],
+    )
+    lost = [(label, hours) for label, hours in lost if hours > 0]
+    good_h = _time_s(summary, "goodput") / 3600.0
+    total_h = good_h + sum(h for _, h in lost)
+    title = f"Lost time by cause (mean per run; {good_h:,.1f} h of {total_h:,.1f} h trained)"
+    figure = go.Figure(
+        layout=_layout(
+            title,
+            xaxis={"title": {"text": "hours lost"}, "gridcolor": "#eee"},
+            yaxis={"automargin": True, "autorange": "reversed"},
+            showlegend=False,
+        )
+    )
+    figure.add_trace(
+        go.Bar(
+            y=[label for label, _ in lost],
+            x=[hours for _, hours in lost],
+            orientation="h",
+            marker_color=PALETTE[1],
+            hovertemplate="%{x:,.2f} h<extra>%{y}</extra>",
+        )
+    )
+    return figure
+
+
 def interval_figure(summary: dict[str, Any]) -> go.Figure:
-    """ETTR against the checkpoint interval (the sweep), with the run's and the optimal interval."""
+    """ETTR against the checkpoint interval (the sweep), with the run's and the optimal interval.
+
+    The two intervals are drawn as traces, not ``add_vline``: on a log axis a shape's annotation
+    is placed at log10(x), which pushed the axis out to 10^30.
+    """
     sweep = sorted(summary.get("checkpoint_sweep") or [], key=lambda r: r["interval_min"])
+    etr = [r["etr"] for r in sweep]
     figure = go.Figure(
         layout=_layout(
             "ETTR against the checkpoint interval",
             xaxis={"title": {"text": "checkpoint interval (min)"}, "type": "log", "gridcolor": "#eee"},
-            yaxis={"title": {"text": "ETTR"}, "tickformat": ".0%", "gridcolor": "#eee"},
+            yaxis={"title": {"text": "ETTR"}, "tickformat": ".1%", "gridcolor": "#eee"},
         )
     )
     figure.add_trace(
         go.Scatter(
             x=[r["interval_min"] for r in sweep],
-            y=[r["etr"] for r in sweep],
+            y=etr,
             mode="lines+markers",
             name="simulated ETTR",
             marker_color=PALETTE[0],
+            hovertemplate="%{x:,.2f} min: %{y:.2%}<extra></extra>",
         )
     )
+    low, high = (min(etr), max(etr)) if etr else (0.0, 1.0)
     for key, label, color in (
         ("optimal_checkpoint_interval_min", "optimal (Young/Daly)", "#54a24b"),
         ("checkpoint_interval_min", "this run", "#e45756"),
     ):
         value = summary.get(key)
         if value:
-            figure.add_vline(x=value, line_dash="dash", line_color=color, annotation_text=label)
+            figure.add_trace(
+                go.Scatter(
+                    x=[value, value],
+                    y=[low, high],
+                    mode="lines",
+                    name=f"{label}: {value:,.1f} min",
+                    line={"color": color, "dash": "dash"},
+                    hoverinfo="skip",
+                )
+            )
     return figure
 
 

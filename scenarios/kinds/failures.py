@@ -161,12 +161,12 @@ class FailuresKind(RunKind):
                 charts.chart("wall-time", "Wall time to finish", charts.wall_time_figure(wall, summary))
             )
         out += [
-            charts.chart("badput", "Where the time goes", charts.badput_figure([f"#{run.pk}"], [summary])),
+            charts.chart("badput", "Where the time goes", charts.badput_figure(["this run"], [summary])),
             charts.chart("interval", "ETTR against checkpoint interval", charts.interval_figure(summary)),
             charts.chart(
                 "interruptions",
                 "Interruptions by category",
-                charts.interruptions_figure([f"#{run.pk}"], [summary]),
+                charts.interruptions_figure(["this run"], [summary]),
             ),
         ]
         return out

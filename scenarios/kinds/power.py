@@ -189,7 +189,7 @@ class PowerKind(RunKind):
         )
         if len(feeds) != values["power_feed_peak_kw"].size:
             return out
-        order = np.argsort(-values["power_feed_side_loss_utilisation"])[:20]
+        order = np.argsort(-values["power_feed_side_loss_utilisation"])[:10]
         return {
             **out,
             "feeds": [

@@ -188,7 +188,7 @@ def resolve_run(
             f"interval (got {interval / 60.0:g} min)"
         )
     base = reference if math.isfinite(reference) and reference > 0 else interval
-    sweep = sorted({max(factor * base, floor_s) for factor in SWEEP_FACTORS})
+    sweep = sorted({max(s, floor_s) for s in _sweep_intervals(base, interval)})
     horizon = spec.window_s if work_s is None else max(MAX_WALL_FACTOR * work_s, work_s + 30 * 86_400.0)
     lemon = _lemon_setup(model, spec)
     config = EngineConfig(
@@ -458,3 +458,16 @@ def _class_of(model: FailureModel, config: EngineConfig, event: InjectedEvent) -
         if config.class_offset[c] <= member < config.class_offset[c] + config.class_count[c]:
             return int(c), member
     raise ScenarioError(f"events: {event.kind} {event.component} has no hazard (rate 0)")
+
+
+def _sweep_intervals(base: float, interval: float) -> list[float]:
+    """The checkpoint intervals swept: ``SWEEP_FACTORS`` around the Young/Daly ``base`` and,
+    when the run's own ``interval`` lies outside that span, two points on the way to it, the
+    interval itself and one beyond it, so the chart shows both on one curve."""
+    points = [factor * base for factor in SWEEP_FACTORS]
+    low, high = points[0], points[-1]
+    if interval > high:
+        points += [*np.geomspace(high, interval, 4)[1:3], interval, 2.0 * interval]
+    elif interval < low:
+        points += [*np.geomspace(low, interval, 4)[1:3], interval, 0.5 * interval]
+    return points

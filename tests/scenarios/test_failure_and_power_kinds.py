@@ -56,6 +56,11 @@ def test_a_failure_run_on_the_worker_path_shows_its_figures_charts_and_replay(st
     assert "js/kinds/failures.js" in html
     charts = client.get(reverse("scenarios:run-charts", args=[run.pk])).json()["charts"]
     assert [c["id"] for c in charts] == ["wall-time", "badput", "interval", "interruptions"]
+    lost, interval = charts[1]["figure"], charts[2]["figure"]
+    assert "Productive training (goodput)" not in lost["data"][0]["y"] and "h trained" in str(lost["layout"])
+    swept = interval["data"][0]["x"]  # no shape or annotation may stretch the log axis
+    assert not interval["layout"].get("shapes") and not interval["layout"].get("annotations")
+    assert all(min(swept) <= x <= max(swept) for trace in interval["data"][1:] for x in trace["x"])
     data = client.get(reverse("scenarios:run-kind-data", args=[run.pk])).json()
     assert data["racks_aligned"] and data["event_log"] and data["horizon_s"] > 0
     state = client.get(reverse("scenarios:run-state", args=[run.pk])).json()

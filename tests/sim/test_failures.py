@@ -898,3 +898,18 @@ def test_calibration_llama3_interruptions_54_days_on_16384_h100():
     for category, count in counts.items():
         low, high = chi2.ppf(0.025, 2 * count) / 2, chi2.ppf(0.975, 2 * count + 2) / 2  # Garwood 95%
         assert low <= result.interruptions["by_category"][category] <= high, category
+
+
+def test_the_sweep_reaches_a_fixed_interval_far_from_the_optimum():
+    """A 6-hour interval against a Young/Daly optimum of minutes: the sweep still spans both, so
+    the page draws the run's own interval on the curve."""
+    model = small_model()
+    spec = parse_failures(
+        {"trials": 200, "window_days": 20, "checkpoint": {"interval_min": 360, "save_s": 5}}
+        | {"rates": {"server_per_1000_node_days": 400}, "reload_s": 60}
+    )
+    result = simulate_failures(model, spec, step_time_s=5.0).to_dict()
+    intervals = [row["interval_min"] for row in result["checkpoint_sweep"]]
+    assert intervals == sorted(intervals)
+    assert intervals[0] <= result["optimal_checkpoint_interval_min"] < 360
+    assert 360 in [pytest.approx(v) for v in intervals] and intervals[-1] == pytest.approx(720)

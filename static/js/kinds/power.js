@@ -51,9 +51,11 @@ export function init(page, { floor, run }) {
     const pct = (v) => `${(v * 100).toFixed(0)} %`;
     table.querySelector("[data-feeds]").replaceChildren(...feeds.map((f) => {
       const row = document.createElement("tr");
-      const cells = [f.name, f.panel, `${f.peak_kw.toFixed(1)} kW`, pct(f.utilisation), pct(f.side_loss)];
+      const cells = [f.name, `${f.peak_kw.toFixed(1)} kW`, pct(f.utilisation), pct(f.side_loss)];
       cells.forEach((text, i) => row.append(Object.assign(document.createElement("td"), {
-        textContent: text, className: `${i >= 2 ? "num" : ""}${(i === 3 && f.utilisation > 1) || (i === 4 && f.side_loss > 1) ? " worse" : ""}`,
+        textContent: text,
+        title: i === 0 ? `panel ${f.panel}, side ${f.side}` : "",
+        className: `${i >= 1 ? "num" : "nowrap"}${(i === 2 && f.utilisation > 1) || (i === 3 && f.side_loss > 1) ? " worse" : ""}`,
       })));
       return row;
     }));
