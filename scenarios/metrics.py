@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import sparse
 
+from scenarios.sim import power_feeds
 from scenarios.storage import run_array
 from topology.caches import VersionedCache
 from topology.selectors import design_rack_power
@@ -140,42 +140,15 @@ def _design_rack_arrays(design) -> DesignRackArrays:
 
 
 def feed_loads(arrays: DesignRackArrays) -> tuple[np.ndarray, np.ndarray]:
-    """Load fraction of every feed with all feeds up and after the worst single feed loss.
-
-    Each rack draws its nameplate power split equally over its feeds (A and B sides share it);
-    when one feed is lost its share moves equally onto the rack's remaining feeds. For feeds
-    h != g, the extra load on h when g is lost is ``M[h, g] = sum over racks r fed by both of
-    P_r / (n_r (n_r - 1))`` with ``M = A^T diag(w) A`` (A the rack-by-feed incidence), so the
-    worst loss for h is ``max over g != h of M[h, g]`` -- one sparse product, no loop over feeds.
-
-    Returns
-    -------
-    (normal, worst) : ndarray, (F,) each
-        Load / derated capacity.
-    """
-    n_feeds, n_racks = arrays.feed_capacity_kw.size, arrays.rack_pk.size
-    if n_feeds == 0:
-        return np.zeros(0), np.zeros(0)
-    feeds_per_rack = np.bincount(arrays.pair_rack, minlength=n_racks).astype(float)
-    share = np.divide(arrays.nameplate_kw, feeds_per_rack, out=np.zeros(n_racks), where=feeds_per_rack > 0)
-    normal_kw = np.bincount(arrays.pair_feed, weights=share[arrays.pair_rack], minlength=n_feeds)
-    incidence = sparse.csr_matrix(
-        (np.ones(arrays.pair_feed.size), (arrays.pair_rack, arrays.pair_feed)), shape=(n_racks, n_feeds)
+    """Load fraction of every feed at nameplate with all feeds up and after the worst single
+    feed loss (``scenarios.sim.power_feeds.feed_loads``, the power core's one rule), (F,) each."""
+    return power_feeds.feed_loads(
+        arrays.nameplate_kw, arrays.pair_feed, arrays.pair_rack, arrays.feed_capacity_kw
     )
-    moved = np.divide(share, feeds_per_rack - 1.0, out=np.zeros(n_racks), where=feeds_per_rack > 1)
-    extra = (incidence.T @ sparse.diags(moved) @ incidence).tocsr()
-    extra.setdiag(0.0)
-    extra.eliminate_zeros()
-    worst_extra_kw = np.asarray(extra.max(axis=1).todense()).ravel() if extra.nnz else np.zeros(n_feeds)
-    capacity = np.where(arrays.feed_capacity_kw > 0, arrays.feed_capacity_kw, np.inf)
-    return normal_kw / capacity, (normal_kw + worst_extra_kw) / capacity
 
 
 def _rack_max_of_feeds(arrays: DesignRackArrays, per_feed: np.ndarray) -> np.ndarray:
-    out = np.zeros(arrays.rack_pk.size)
-    if per_feed.size:
-        np.maximum.at(out, arrays.pair_rack, per_feed[arrays.pair_feed])
-    return out
+    return power_feeds.rack_max_of_feeds(per_feed, arrays.pair_feed, arrays.pair_rack, arrays.rack_pk.size)
 
 
 # --- metric functions ------------------------------------------------------------------------------

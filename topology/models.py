@@ -8,8 +8,6 @@ radix, feeds carrying every rack) live in ``services.design_validate``.
 
 from __future__ import annotations
 
-import math
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -29,6 +27,7 @@ from topology.choices import (
     SwitchTier,
     TeamRole,
 )
+from topology.fabric.specs import feed_capacity_kw
 
 positive = MinValueValidator(0)
 fraction = [MinValueValidator(0), MaxValueValidator(1)]
@@ -173,9 +172,8 @@ class PowerFeedType(CatalogModel):
 
     @property
     def capacity_kw(self) -> float:
-        """Derated continuous real power (three phase uses line-to-line volts × √3)."""
-        phase_factor = math.sqrt(3) if self.phases == 3 else 1.0
-        return self.volts * self.amps * phase_factor * self.power_factor * self.derating / 1000
+        """Derated continuous real power (``topology.fabric.specs.feed_capacity_kw``)."""
+        return float(feed_capacity_kw(self.volts, self.amps, self.phases, self.power_factor, self.derating))
 
 
 # --- Teams --------------------------------------------------------------------------------

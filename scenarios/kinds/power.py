@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts
+from scenarios import charts, power_charts
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -134,14 +134,16 @@ class PowerKind(RunKind):
             resolution_s = float(summary.get("resolution_ms") or 1.0) / 1000.0
             out.append(
                 charts.chart(
-                    "facility", "Facility power", charts.power_series_figure(facility, resolution_s, summary)
+                    "facility",
+                    "Facility power",
+                    power_charts.power_series_figure(facility, resolution_s, summary),
                 )
             )
             out.append(
                 charts.chart(
                     "spectrum",
                     "Spectrum of the facility draw",
-                    charts.spectrum_figure(facility, resolution_s, summary),
+                    power_charts.spectrum_figure(facility, resolution_s, summary),
                 )
             )
         coarse = run_array(run=run, name="power_coarse_facility_mw")
@@ -150,11 +152,13 @@ class PowerKind(RunKind):
                 charts.chart(
                     "job-timeline",
                     "The job's life (failures run events)",
-                    charts.coarse_power_figure(coarse, float(summary["coarse"]["resolution_s"]), summary),
+                    power_charts.coarse_power_figure(
+                        coarse, float(summary["coarse"]["resolution_s"]), summary
+                    ),
                 )
             )
         if summary.get("mitigations"):
-            out.append(charts.chart("mitigations", "Mitigations", charts.mitigations_figure(summary)))
+            out.append(charts.chart("mitigations", "Mitigations", power_charts.mitigations_figure(summary)))
         return out
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
@@ -163,7 +167,7 @@ class PowerKind(RunKind):
             charts.chart(
                 "compare-power",
                 "Facility power",
-                charts.power_compare_figure(labels, [r.summary or {} for r in runs]),
+                power_charts.power_compare_figure(labels, [r.summary or {} for r in runs]),
             )
         ]
 

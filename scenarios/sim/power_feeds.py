@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from topology.fabric.specs import feed_capacity_kw
+
 __all__ = [
     "EntityStats",
     "LossCases",
@@ -33,23 +35,6 @@ __all__ = [
 
 #: Elements of one chunk of signature series (float64: 64 MB), bounding the working memory.
 CHUNK_ELEMENTS = 8_000_000
-
-
-def feed_capacity_kw(volts, amps, phases, power_factor, derating) -> np.ndarray:
-    """Continuous real power a feed may carry (kW), elementwise.
-
-    ``V I pf derating`` for single phase, ``sqrt(3) V_LL I pf derating`` for three phases.
-    Same arithmetic as ``FeedSpec.capacity_kw``, vectorized over feeds.
-    """
-    phase_factor = np.where(np.asarray(phases) == 3, np.sqrt(3.0), 1.0)
-    return (
-        np.asarray(volts, dtype=float)
-        * np.asarray(amps, dtype=float)
-        * phase_factor
-        * np.asarray(power_factor, dtype=float)
-        * np.asarray(derating, dtype=float)
-        / 1000.0
-    )
 
 
 def _incidence(pair_feed: np.ndarray, pair_rack: np.ndarray, n_racks: int, n_feeds: int) -> sparse.csr_matrix:

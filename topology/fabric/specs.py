@@ -8,12 +8,12 @@ models mirror these fields one to one; ``topology.selectors.catalog_load`` build
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "catalog.yaml"
@@ -122,9 +122,26 @@ class FeedSpec:
 
     @property
     def capacity_kw(self) -> float:
-        """Continuous real power the feed may carry (line-to-line volts for three phases)."""
-        phase_factor = math.sqrt(3) if self.phases == 3 else 1.0
-        return self.volts * self.amps * phase_factor * self.power_factor * self.derating / 1000
+        """Continuous real power the feed may carry (:func:`feed_capacity_kw`)."""
+        return float(feed_capacity_kw(self.volts, self.amps, self.phases, self.power_factor, self.derating))
+
+
+def feed_capacity_kw(volts, amps, phases, power_factor, derating):
+    """Continuous real power a feed may carry (kW), elementwise over scalars or arrays.
+
+    ``V I pf derating`` for single phase, ``sqrt(3) V_LL I pf derating`` for three phases
+    (balanced three-phase power with line-to-line volts); ``derating`` is the continuous-load
+    factor (0.8: NEC 210.19(A)(1)/215.2(A)(1), loads over 3 h at 80 % of the breaker rating).
+    """
+    phase_factor = np.where(np.asarray(phases) == 3, np.sqrt(3.0), 1.0)
+    return (
+        np.asarray(volts, dtype=float)
+        * np.asarray(amps, dtype=float)
+        * phase_factor
+        * np.asarray(power_factor, dtype=float)
+        * np.asarray(derating, dtype=float)
+        / 1000.0
+    )
 
 
 SPEC_TYPES = {
