@@ -51,6 +51,12 @@ class ClusterSpec:
     tiers: int | None = None
     switch: str | None = None
 
+    def generator_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``topology.fabric.generators.generate`` (and
+        ``check_buildable``) after the generator name."""
+        names = ("server", "nodes", "oversubscription", "nic_gbps", "su_nodes", "switch", "tiers")
+        return {name: getattr(self, name) for name in names}
+
 
 @dataclass(frozen=True)
 class MoeSpec:
@@ -381,17 +387,7 @@ def _check_buildable(cluster: ClusterSpec, catalog) -> None:
     from topology.fabric.plan import FabricError
 
     try:
-        check_buildable(
-            cluster.generator,
-            catalog=catalog,
-            server=cluster.server,
-            nodes=cluster.nodes,
-            oversubscription=cluster.oversubscription,
-            nic_gbps=cluster.nic_gbps,
-            su_nodes=cluster.su_nodes,
-            switch=cluster.switch,
-            tiers=cluster.tiers,
-        )
+        check_buildable(cluster.generator, catalog=catalog, **cluster.generator_kwargs())
     except FabricError as exc:
         raise ScenarioError(clip_message(f"cluster.{exc}")) from None
 

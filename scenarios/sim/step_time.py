@@ -413,17 +413,7 @@ def cluster_plan(cluster, catalog):
     from topology.fabric.generators import generate
 
     try:
-        return generate(
-            cluster.generator,
-            catalog=catalog,
-            server=cluster.server,
-            nodes=cluster.nodes,
-            oversubscription=cluster.oversubscription,
-            nic_gbps=cluster.nic_gbps,
-            su_nodes=cluster.su_nodes,
-            switch=cluster.switch,
-            tiers=cluster.tiers,
-        )
+        return generate(cluster.generator, catalog=catalog, **cluster.generator_kwargs())
     except ValueError as exc:
         raise ScenarioError(f"cluster: {exc}") from None
 

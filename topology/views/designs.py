@@ -26,7 +26,7 @@ from topology.choices import BuildKind, LinkTier, RackKind
 from topology.forms import DesignEditForm, ForkForm
 from topology.models import Design, DesignChange, Link, Rack, Team
 from topology.selectors import design_floor_plan, design_free_name, design_rack_power
-from topology.views.doors import design_or_404, rack_of
+from topology.views.doors import design_or_404, rack_of, versioned_save
 from twin.forms import add_service_errors
 from twin.permissions import CHANGE, MANAGE, actions_on, restrict
 from twin.teams import current_team, of_current_team
@@ -163,21 +163,6 @@ def _rack_feeds(rack: Rack) -> list[dict]:
 # --- the design as a shared document -----------------------------------------------------------
 
 
-def conflict_context(error: ValidationError) -> dict:
-    """What a form page shows after ``DesignConflict``: the message, and that a second save is
-    a deliberate overwrite (the form now carries the current version)."""
-    return {"conflict": error.messages[0]} if isinstance(error, services.DesignConflict) else {}
-
-
-def rebind_version(form, version: int):
-    """The posted form again, at ``version`` (after a conflict the user's values stay)."""
-    data = form.data.copy()
-    data["version"] = str(version)
-    bound = type(form)(data)
-    bound.is_valid()
-    return bound
-
-
 @login_required
 def design_edit(request, pk: int):
     """Rename a design or change its description (editors)."""
@@ -186,22 +171,18 @@ def design_edit(request, pk: int):
     form = DesignEditForm(request.POST or None, initial=initial)
     extra = {}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.design_update(
+        form, extra, saved = versioned_save(
+            form,
+            design,
+            lambda data: services.design_update(
                 design=design,
                 user=request.user,
                 expected_version=data["version"],
                 name=data["name"],
                 description=data["description"],
-            )
-        except services.DesignConflict as error:
-            extra = conflict_context(error)
-            design.refresh_from_db()
-            form = rebind_version(form, design.version)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
+            ),
+        )
+        if saved:
             messages.success(request, "Design saved.")
             return redirect(design)
     status = 409 if extra else 400 if form.errors else 200

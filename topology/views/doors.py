@@ -3,10 +3,16 @@ team's is a 404, a role without the action a 403) and speak the services' errors
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from topology import services
 from topology.models import Design, PowerFeed, Rack
+from twin.forms import add_service_errors
 from twin.permissions import VIEW, require, restrict
 
 #: Largest primary key a URL may name.
@@ -27,3 +33,34 @@ def rack_of(design: Design, pk) -> Rack:
 
 def feed_of(design: Design, pk) -> PowerFeed:
     return get_object_or_404(PowerFeed.objects.select_related("feed_type"), design=design, pk=pk)
+
+
+def versioned_save(
+    form, design: Design, save: Callable[[dict[str, Any]], Any], *rows
+) -> tuple[Any, dict, bool]:
+    """Save a valid posted edit form at the version it was opened at.
+
+    ``save(cleaned_data)`` calls the service. Returns ``(form, extra context, saved)``: after a
+    ``DesignConflict`` the form is bound again at the current version (the user's values stay, so
+    a second save is a deliberate overwrite) with the conflict message in the context, and the
+    design and ``rows`` are read again; after another ``ValidationError`` its errors are on the
+    form's fields.
+    """
+    try:
+        save(form.cleaned_data)
+    except services.DesignConflict as error:
+        for row in (design, *rows):
+            row.refresh_from_db()
+        return _rebind_version(form, design.version), {"conflict": error.messages[0]}, False
+    except ValidationError as error:
+        add_service_errors(form, error)
+        return form, {}, False
+    return form, {}, True
+
+
+def _rebind_version(form, version: int):
+    data = form.data.copy()
+    data["version"] = str(version)
+    bound = type(form)(data)
+    bound.is_valid()
+    return bound

@@ -18,9 +18,7 @@ from topology.choices import FeedSide, RackKind
 from topology.forms import FeedEditForm, RackEditForm, VersionedForm
 from topology.models import PowerFeed, Rack
 from topology.selectors import design_rack_power
-from topology.views.designs import conflict_context, rebind_version
-from topology.views.doors import design_or_404, feed_of, rack_of
-from twin.forms import add_service_errors
+from topology.views.doors import design_or_404, feed_of, rack_of, versioned_save
 from twin.permissions import CHANGE, actions_on
 
 PER_PAGE = 100
@@ -70,24 +68,20 @@ def rack_edit(request, pk: int, rack_pk: int):
     form = RackEditForm(request.POST or None, initial=initial)
     extra = {}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.rack_update(
+        form, extra, saved = versioned_save(
+            form,
+            design,
+            lambda data: services.rack_update(
                 rack=rack,
                 user=request.user,
                 expected_version=data["version"],
                 power_budget_kw=data["power_budget_kw"],
                 name=data["name"],
-            )
-        except services.DesignConflict as error:
-            extra = conflict_context(error)
-            design.refresh_from_db()
-            rack.refresh_from_db()
-            form = rebind_version(form, design.version)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Rack {data['name']} saved.")
+            ),
+            rack,
+        )
+        if saved:
+            messages.success(request, f"Rack {form.cleaned_data['name']} saved.")
             return redirect("topology:design-racks", pk=design.pk)
     context = {
         "design": design,
@@ -184,25 +178,21 @@ def feed_edit(request, pk: int, feed_pk: int):
     form = FeedEditForm(request.POST or None, initial=initial)
     extra = {}
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            services.feed_update(
+        form, extra, saved = versioned_save(
+            form,
+            design,
+            lambda data: services.feed_update(
                 feed=feed,
                 user=request.user,
                 expected_version=data["version"],
                 panel=data["panel"],
                 feed_type=data["feed_type"],
                 name=data["name"],
-            )
-        except services.DesignConflict as error:
-            extra = conflict_context(error)
-            design.refresh_from_db()
-            feed.refresh_from_db()
-            form = rebind_version(form, design.version)
-        except ValidationError as error:
-            add_service_errors(form, error)
-        else:
-            messages.success(request, f"Feed {data['name']} saved.")
+            ),
+            feed,
+        )
+        if saved:
+            messages.success(request, f"Feed {form.cleaned_data['name']} saved.")
             return redirect("topology:design-feeds", pk=design.pk)
     context = {
         "design": design,
