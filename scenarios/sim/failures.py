@@ -73,9 +73,11 @@ __all__ = [
     "trial_event_log",
 ]
 
-#: Trials that also run the checkpoint sweep, spread evenly over the blocks (the first ones of
-#: each; common random numbers: the same event streams as their main lanes).
-SWEEP_TRIALS = 160
+#: Lanes of the checkpoint sweep in all (160 trials at each of its usual 7 intervals, fewer per
+#: interval when the sweep also reaches a fixed interval far from the optimum); its trials are
+#: spread evenly over the blocks (the first ones of each; common random numbers: the same event
+#: streams as their main lanes).
+SWEEP_LANES = 160 * 7
 
 
 def job_work_seconds(spec: FailureSpec, job: JobSpec | None, step_time_s: float) -> float | None:
@@ -175,7 +177,7 @@ def run_failure_chunk(
     block_trials = [min(BLOCK_TRIALS, spec.trials - b * BLOCK_TRIALS) for b in blocks]
     first_trial = np.concatenate([[0], np.cumsum(block_trials)])[:-1].astype(int)
     n_trials = int(sum(block_trials))
-    per_block = -(-SWEEP_TRIALS // failure_blocks(spec))
+    per_block = -(-(SWEEP_LANES // len(setup.sweep_s)) // failure_blocks(spec))
     sweep_lanes = [
         first + np.arange(min(per_block, count))
         for first, count in zip(first_trial, block_trials, strict=True)
