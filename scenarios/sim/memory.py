@@ -1,21 +1,41 @@
 """Memory per GPU: weights, gradients, optimizer state, activations, framework reserve.
 
+The accounting follows Megatron-LM's own estimator (``megatron/training/theoretical_memory_usage.py``,
+NVIDIA/Megatron-LM, read at d98e8a6) and the paper it implements (Korthikanti et al. 2022,
+"Reducing Activation Recomputation in Large Transformer Models", MLSys'23), with the peak taken on
+the first pipeline stage, where it is largest. Each term is in ``docs/step-time-model.md`` §5.
+
 Sources
 -------
 * Bytes per parameter for mixed-precision Adam: bf16/fp16 weights (2 B), fp32 gradient
-  accumulation buffer (4 B), fp32 master weights + Adam m and v (12 B): 18 B per parameter
-  (Megatron-LM ``docs/source/distrib_optimizer.md``, "bf16 param, fp32 grads" row). ZeRO
-  (Rajbhandari et al., SC'20) stage 1 shards the 12 B of optimizer state over the data-parallel
-  ranks, stage 2 also the gradients, stage 3 also the weights.
-* Activations per layer and microbatch: Korthikanti et al. 2022 (MLSys'23), Section 4:
-  ``s b h (34 + 5 a s / h)`` bytes without parallelism; ``/t`` with tensor + sequence
-  parallelism; selective recompute drops the ``5 a s / h`` term; full recompute keeps only the
-  layer input ``2 s b h / t``. The ``34`` is generalised term by term here to GQA (K, V of width
-  kv_heads x head_dim), any MLP width and swiglu (see ``activation_bytes_per_layer``).
-  FlashAttention (Dao et al., 2022) never stores the ``s x s`` scores either.
-* In-flight microbatches: with 1F1B the first stage holds ``p`` microbatches; interleaving with
-  ``v`` virtual stages multiplies that by ``1 + (p - 1) / (p v)`` (Korthikanti et al., Section
-  4.2.3). Fewer microbatches than stages cap it at ``m``.
+  accumulation buffer (``main_grad``, 4 B), fp32 master weights + Adam m and v (12 B): 18 B per
+  parameter; Megatron's distributed optimizer shards the 12 B over the data-parallel ranks,
+  ``6 + 12 / dp`` (``num_bytes_per_parameter`` in the estimator; Megatron-Core shards over the
+  dp x cp group, ``get_data_parallel_group(with_context_parallel=True)``). ZeRO (Rajbhandari et
+  al., SC'20) stage 2 also shards the gradients, stage 3 also the weights. Expert parameters shard
+  over their own expert-data-parallel group (``dp x cp / ep``).
+* Activations per layer and microbatch: Korthikanti et al., Section 4: ``s b h (34 + 5 a s / h)``
+  bytes without parallelism; ``/t`` with tensor + sequence parallelism; selective recompute drops
+  the ``5 a s / h`` term; full recompute keeps only the layer input ``2 s b h / t``. The ``34`` is
+  generalised term by term to GQA, any MLP width, swiglu and models trained without dropout (see
+  ``activation_bytes_per_layer``). FlashAttention (Dao et al., 2022) stores Q, K, V, the output
+  and one fp32 log-sum-exp per head and token instead of the ``s x s`` scores.
+* In-flight microbatches: stage 0 runs its warm-up forwards before its first backward; Megatron's
+  interleaved schedule warms up ``2 (p - 1) + (v - 1) p`` virtual microbatches
+  (``get_pp_rank_microbatches``), so ``p v + p - 1`` chunk forwards are alive at the peak:
+  ``p (1 + (p - 1) / (p v))`` microbatches of the whole stage (Korthikanti Section 4.2.3, the
+  estimator's ``interleaved_schedule_memory_penalty``). Counted here chunk by chunk, so a first
+  chunk that holds only the embedding (below) stores nothing for its in-flight forwards.
+* Stage balance: when the layers leave two spare slots (``p ceil(l / p) - l >= 2``) the first
+  stage takes one layer fewer for the embedding, as the last does for the output layer (Llama 3,
+  Dubey et al. 2024 §3.3.2: "we reduce one Transformer layer each from the first and the last
+  stages ... the first model chunk on the first stage has only the embedding"; Megatron-Core's
+  ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``).
+  The embedding's output is sent on and freed (Megatron ``deallocate_output_tensor``).
+* Output layer with ``pp = 1``: the inputs to the output layer and the fp32 cross-entropy,
+  ``4 s b h (1 + V / h) / t`` (the estimator's ``pp == 1`` term).
+* Reserve: CUDA context, library workspaces and NCCL buffers (fixed, assumed) plus allocator
+  fragmentation as a fraction of the activation memory (``FRAGMENTATION``, see there).
 """
 
 from __future__ import annotations
@@ -28,19 +48,35 @@ from scenarios.sim.scenario import ModelSpec
 __all__ = [
     "GIB",
     "activation_bytes_per_layer",
+    "first_stage_layers",
+    "in_flight_layer_microbatches",
     "in_flight_microbatches",
     "memory_per_gpu",
-    "reserve_bytes",
 ]
 
 GIB = 2.0**30
 WEIGHT_BYTES = 2.0
 GRAD_BYTES = 4.0
 OPTIMIZER_BYTES = 12.0
-#: CUDA context, NCCL buffers, allocator fragmentation (assumed: ~2.5 GiB fixed plus 5 % of
-#: HBM; PyTorch's caching allocator typically leaves a few GiB unusable on 80 GB parts).
+#: CUDA context and loaded kernels (~0.5-1 GiB on Hopper), cuBLAS / cuDNN workspaces and NCCL's
+#: per-channel, per-peer buffers (``NCCL_BUFFSIZE`` = 4 MiB by default, NCCL environment-variable
+#: documentation) over the job's tp / cp / pp / dp communicators. Assumed: no published total.
 RESERVE_FIXED_GIB = 2.5
-RESERVE_FRACTION = 0.05
+#: Memory the caching allocator holds but cannot reuse, as a fraction of the activations (the
+#: allocations that come and go every step). GMLake (Guo et al., ASPLOS'24) measures 15 % on
+#: average (up to 33 %) with PyTorch's splitting allocator on eight LLMs on A100-80GB under
+#: recompute / ZeRO / offload; current stacks set ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments``
+#: (PyTorch >= 2.1), which maps segments contiguously and removes most of it. 10 % is assumed
+#: between the two.
+FRAGMENTATION = 0.10
+#: FlashAttention keeps one fp32 log-sum-exp per head and token for its backward (Dao et al.).
+FLASH_LSE_BYTES = 4.0
+
+
+def _has_dropout(model: ModelSpec) -> bool:
+    """GPT / Megatron models train with dropout; the swiglu (Llama) family trains without it
+    (Touvron et al. 2023; Dubey et al. 2024 list no dropout), so stores no masks."""
+    return model.mlp != "swiglu"
 
 
 def activation_bytes_per_layer(
@@ -51,7 +87,10 @@ def activation_bytes_per_layer(
     Korthikanti's ``34 s b h`` is, per term: attention 11 (QKV input 2, Q 2, K 2, V 2, projection
     input 2, dropout mask 1), MLP 19 (input 2, gelu input 8, gelu output 8, dropout mask 1),
     norms 4. Generalised: K and V take ``2 * kv_hidden``; the MLP keeps ``4 f`` (gelu: input and
-    output of the activation) or ``6 f`` (swiglu: gate, up, product) per token.
+    output of the activation) or ``6 f`` (swiglu: gate, up, product) per token; without dropout
+    the two 1-byte masks and the score-dropout terms go. Scores: softmax output 2 B, its dropout
+    mask 1 B and dropout output 2 B per element (``5 a s / h``), 2 B without dropout; with
+    FlashAttention none, only the log-sum-exp.
     """
     b, tp, cp = (np.asarray(v, dtype=float) for v in (micro_batch, tp, cp))
     code = np.asarray(recompute)
@@ -63,39 +102,71 @@ def activation_bytes_per_layer(
     else:
         ffn = model.moe.expert_ffn_hidden * model.moe.top_k
     tokens = s / cp * b
-    linear = (7.0 + 3.0 + 4.0) * sbh + 4.0 * tokens * kv + per_token_ffn * tokens * ffn
-    scores = 0.0 if flash else 5.0 * model.heads * (s / cp) * s * b
+    masks = 2.0 if _has_dropout(model) else 0.0  # attention-output and MLP-output dropout
+    linear = (6.0 + 2.0 + 4.0 + masks) * sbh + 4.0 * tokens * kv + per_token_ffn * tokens * ffn
+    if flash:
+        scores = FLASH_LSE_BYTES * model.heads * tokens
+    else:
+        scores = (5.0 if _has_dropout(model) else 2.0) * model.heads * (s / cp) * s * b
     full_layer = (linear + scores) / tp
-    kept = np.where(code == 2, 2.0 * sbh / tp, np.where(code == 1, linear / tp, full_layer))
+    selective = (linear + (scores if flash else 0.0)) / tp
+    kept = np.where(code == 2, 2.0 * sbh / tp, np.where(code == 1, selective, full_layer))
     return np.asarray(kept)
 
 
-def in_flight_microbatches(pp, vpp, microbatches) -> np.ndarray:
-    """Microbatches whose activations the first stage holds at its peak (1F1B / interleaved)."""
+def first_stage_layers(layers: int, pp) -> np.ndarray:
+    """Transformer layers on the first pipeline stage (one fewer when two slots are spare)."""
+    p = np.asarray(pp, dtype=np.int64)
+    per_stage = -(-layers // p)
+    spare = p * per_stage - layers
+    first = per_stage - (spare >= 2)
+    return np.where(p == 1, layers, first).astype(float)
+
+
+def _warmup_forwards(pp, vpp, microbatches):
+    """Chunk forwards stage 0 has run when its first backward starts (Megatron's warm-up + 1)."""
     p, v, m = (np.asarray(x, dtype=float) for x in (pp, vpp, microbatches))
-    interleave = np.where(v > 1, 1.0 + (p - 1.0) / (p * v), 1.0)
-    return np.minimum(p * interleave, m)
+    interleaved = np.minimum(2.0 * (p - 1.0) + (v - 1.0) * p + 1.0, m * v)
+    return np.where(v > 1, interleaved, np.minimum(p, m))
 
 
-def reserve_bytes(hbm_gib: float) -> float:
-    """Framework reserve (bytes) of a GPU with ``hbm_gib`` of memory (assumed, see above)."""
-    return (RESERVE_FIXED_GIB + RESERVE_FRACTION * hbm_gib) * GIB
+def in_flight_microbatches(pp, vpp, microbatches) -> np.ndarray:
+    """Whole-stage microbatches the first stage holds at its peak with equal chunks:
+    ``p (1 + (p - 1) / (p v))``, at most ``m`` (Korthikanti Section 4.2.3)."""
+    return _warmup_forwards(pp, vpp, microbatches) / np.asarray(vpp, dtype=float)
+
+
+def in_flight_layer_microbatches(first_layers, pp, vpp, microbatches) -> np.ndarray:
+    """(layer, microbatch) activation sets alive on stage 0 at its peak.
+
+    Stage 0's ``first_layers`` are spread over its ``v`` chunks with the fewest on chunk 0 (the
+    embedding's); virtual forward ``k`` runs chunk ``(k mod p v) // p`` (Megatron's schedule
+    table with group size ``p``). Sums, over the in-flight forwards, the layers of their chunk.
+    """
+    p, v = (np.asarray(x, dtype=float) for x in (pp, vpp))
+    n = np.asarray(first_layers, dtype=float)
+    k = _warmup_forwards(pp, vpp, microbatches)
+    base = np.floor(n / v)
+    rem = n - base * v  # chunks v - rem .. v - 1 hold one layer more
+    cycles = np.floor(k / (p * v))
+    tail = k - cycles * p * v
+    return k * base + cycles * p * rem + np.clip(tail - (v - rem) * p, 0.0, rem * p)
 
 
 def stage_params(model: ModelSpec, *, tp, pp, ep=1):
-    """Parameters one GPU of the busiest (first) pipeline stage holds.
+    """(dense, expert) parameters one GPU of the first pipeline stage holds.
 
     Dense parameters split over tp; expert parameters over tp x ep; the first stage holds
-    ``ceil(layers / pp)`` layers and the input embedding (the output layer of the last stage is
-    the same size or smaller).
+    ``first_stage_layers`` layers and the input embedding (with ``pp = 1`` also the output layer).
     """
     tp, pp, ep = (np.asarray(v, dtype=float) for v in (tp, pp, ep))
     per_layer = layer_params(model)
-    layers = np.ceil(model.layers / pp)
+    layers = first_stage_layers(model.layers, pp)
     dense = per_layer["attention"] + per_layer["mlp"]
     embed_in, embed_out = embedding_params(model)
     embedding = np.where(pp > 1, embed_in, embed_in + embed_out)
-    return layers * (dense / tp + per_layer["experts"] / (tp * ep) + per_layer["norm"]) + embedding / tp
+    dense_total = layers * (dense / tp + per_layer["norm"]) + embedding / tp
+    return dense_total, layers * per_layer["experts"] / (tp * ep)
 
 
 def memory_per_gpu(
@@ -119,29 +190,42 @@ def memory_per_gpu(
     Returns
     -------
     dict of str -> ndarray
-        ``weights, gradients, optimizer, activations, reserve, total`` in bytes (broadcast over
-        candidate arrays).
+        ``weights, gradients, optimizer, activations, reserve, total`` in bytes, and
+        ``headroom`` (HBM minus total; negative when it does not fit), broadcast over candidate
+        arrays.
     """
-    params = stage_params(model, tp=tp, pp=pp, ep=ep)
+    dense, expert = stage_params(model, tp=tp, pp=pp, ep=ep)
     shard = np.asarray(dp, dtype=float) * np.asarray(cp, dtype=float)
+    expert_shard = np.maximum(shard / np.asarray(ep, dtype=float), 1.0)
     z = np.asarray(zero)
-    weights = params * WEIGHT_BYTES / np.where(z >= 3, shard, 1.0)
-    grads = params * GRAD_BYTES / np.where(z >= 2, shard, 1.0)
-    optimizer = params * OPTIMIZER_BYTES / np.where(z >= 1, shard, 1.0)
+
+    def sharded(per_param, stage):
+        return per_param * (
+            dense / np.where(z >= stage, shard, 1.0) + expert / np.where(z >= stage, expert_shard, 1.0)
+        )
+
+    weights = sharded(WEIGHT_BYTES, 3)
+    grads = sharded(GRAD_BYTES, 2)
+    optimizer = sharded(OPTIMIZER_BYTES, 1)
     per_layer = activation_bytes_per_layer(
         model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=recompute, flash=flash
     )
-    layers = np.ceil(model.layers / np.asarray(pp, dtype=float))
-    in_flight = in_flight_microbatches(pp, vpp, microbatches)
-    activations = per_layer * layers * in_flight
+    pp_arr = np.asarray(pp, dtype=float)
+    alive = in_flight_layer_microbatches(first_stage_layers(model.layers, pp), pp, vpp, microbatches)
+    activations = per_layer * alive
     # Full recompute rebuilds one layer's complete activations at a time during backward.
     full_layer = activation_bytes_per_layer(
         model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=0, flash=flash
     )
     activations = activations + np.where(np.asarray(recompute) == 2, full_layer, 0.0)
-    reserve = np.full(np.shape(activations), reserve_bytes(hbm_gib))
+    b, t, c = (np.asarray(x, dtype=float) for x in (micro_batch, tp, cp))
+    sbh = model.seq_len / c * b * model.hidden
+    logits = 4.0 * sbh * (1.0 + model.vocab / model.hidden) / t
+    activations = activations + np.where(pp_arr == 1, logits, 0.0)
+    reserve = RESERVE_FIXED_GIB * GIB + FRAGMENTATION * activations
     total = weights + grads + optimizer + activations + reserve
-    return {
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (weights, grads, optimizer, activations)))
+    out = {
         "weights": weights,
         "gradients": grads,
         "optimizer": optimizer,
@@ -149,3 +233,6 @@ def memory_per_gpu(
         "reserve": reserve,
         "total": total,
     }
+    out = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in out.items()}
+    out["headroom"] = hbm_gib * GIB - out["total"]
+    return out

@@ -58,6 +58,8 @@ class StepResult:
     timeline : StageTimeline
         The phases of one step on every pipeline stage, from the simulated schedule, and the
         GPU -> stage map (``timeline.gpu_stage``).
+    memory_headroom_gib : float
+        HBM left on that GPU (GiB; negative by how much it does not fit).
     details : dict
         Intermediate figures (per-layer times, comm bandwidths, bubble fraction...) for the
         "explain" view.
@@ -80,6 +82,7 @@ class StepResult:
     gpu_slowdown: np.ndarray = field(repr=False)
     timeline: StageTimeline = field(repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
+    memory_headroom_gib: float = 0.0
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers only (no per-link / per-GPU / per-stage arrays: run summaries are stored
@@ -93,6 +96,7 @@ class StepResult:
             "tokens_per_s": self.tokens_per_s,
             "memory_gib_per_gpu": self.memory_gib_per_gpu,
             "fits": self.fits,
+            "memory_headroom_gib": self.memory_headroom_gib,
             "memory": dict(self.memory),
             "breakdown": dict(self.breakdown),
             "time_to_train_days": self.time_to_train_days,

@@ -611,6 +611,7 @@ def _result(scenario, gpu, arrays, breakdown, timeline, link_util, rack_util, sl
         tokens_per_s=tokens_per_s,
         memory_gib_per_gpu=total_gib,
         fits=total_gib <= gpu.hbm_gib,
+        memory_headroom_gib=float(arrays.memory["headroom"]) / GIB,
         memory=memory,
         breakdown=breakdown,
         time_to_train_days=(job.tokens / tokens_per_s / 86400.0 if job.tokens else None),

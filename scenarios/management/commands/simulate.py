@@ -150,7 +150,8 @@ class Command(BaseCommand):
         if r.time_to_train_days is not None:
             w(f"  time to train        {r.time_to_train_days:10.1f} days")
         fits = "fits" if r.fits else "DOES NOT FIT"
-        w(f"  memory/GPU           {r.memory_gib_per_gpu:10.1f} GiB ({fits})")
+        headroom = f"headroom {r.memory_headroom_gib:+.1f} GiB"
+        w(f"  memory/GPU           {r.memory_gib_per_gpu:10.1f} GiB ({fits}, {headroom})")
         w(
             "  breakdown (s):  "
             + "  ".join(f"{k} {r.breakdown[k]:.3f}" for k in BREAKDOWN_KEYS if r.breakdown[k] > 0)
