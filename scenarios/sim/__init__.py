@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scenarios.sim.pipeline import PHASE_KINDS, PHASE_LABELS, StageTimeline
 from scenarios.sim.placement import JobPlacement, place_job, scenario_job_gpus
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS, StepResult
 from scenarios.sim.scenario import (
     ClusterSpec,
     JobSpec,
@@ -31,6 +31,7 @@ from scenarios.sim.step_time import build_fabric, predict
 __all__ = [
     "BREAKDOWN_KEYS",
     "MEMORY_KEYS",
+    "OVERLAP_KEYS",
     "PHASE_KINDS",
     "PHASE_LABELS",
     "ClusterSpec",

@@ -84,6 +84,10 @@ class LayerTimes:
         The output layer (on the last pipeline stage).
     gemm_forward_s, elementwise_forward_s : ndarray
         Split of ``forward_s`` into tensor-core and memory-bound work (for the breakdown).
+    tp_gemms_s : tuple of 4 ndarray
+        Forward time of the GEMMs next to the layer's 4 tensor-parallel collectives (QKV after
+        an all-gather, output projection before a reduce-scatter, MLP up after an all-gather,
+        MLP down before a reduce-scatter): what comm-GEMM overlap can hide them behind.
     """
 
     forward_s: np.ndarray
@@ -93,6 +97,7 @@ class LayerTimes:
     logits_backward_s: np.ndarray
     gemm_forward_s: np.ndarray
     elementwise_forward_s: np.ndarray
+    tp_gemms_s: tuple = ()
 
 
 def _g(x, half: float):
@@ -171,8 +176,9 @@ def layer_times(
     def gemm(m, n, k, batch=1.0):
         return gemm_time_s(m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=hbm, eff=eff)
 
-    linear = gemm(tokens, (h + 2 * kv) / tp, h) + gemm(tokens, h, h / tp)
-    linear = linear + _mlp_time(model, gemm, tokens, tp, ep)
+    qkv, proj = gemm(tokens, (h + 2 * kv) / tp, h), gemm(tokens, h, h / tp)
+    mlp_up, mlp_down = _mlp_time(model, gemm, tokens, tp, ep)
+    linear = qkv + proj + mlp_up + mlp_down
     heads_local = model.heads / tp
     attention = gemm(s / cp, s, model.head_dim, b * heads_local)
     attention = attention + gemm(s / cp, model.head_dim, s, b * heads_local)
@@ -201,6 +207,7 @@ def layer_times(
         logits_backward_s=np.asarray(2.0 * logits_fwd),
         gemm_forward_s=np.asarray(linear + attention),
         elementwise_forward_s=np.asarray(elementwise + softmax),
+        tp_gemms_s=(qkv, proj, mlp_up, mlp_down),
     )
 
 
@@ -221,19 +228,19 @@ def _active_ffn(model: ModelSpec) -> float:
 
 
 def _mlp_time(model: ModelSpec, gemm, tokens, tp, ep):
-    """Time of the MLP GEMMs (dense, or the local experts after the all-to-all)."""
+    """(up, down) time of the MLP GEMMs (dense, or router + the local experts after the
+    all-to-all)."""
     h = float(model.hidden)
     up_width = 2.0 if model.mlp == "swiglu" else 1.0
     if model.moe is None:
         f = float(model.ffn_hidden)
-        return gemm(tokens, up_width * f / tp, h) + gemm(tokens, h, f / tp)
+        return gemm(tokens, up_width * f / tp, h), gemm(tokens, h, f / tp)
     moe = model.moe
     local_experts = moe.experts / ep
     tokens_per_expert = tokens * moe.top_k / local_experts
     f = float(moe.expert_ffn_hidden)
-    experts = gemm(tokens_per_expert, up_width * f / tp, h, local_experts)
-    experts = experts + gemm(tokens_per_expert, h, f / tp, local_experts)
-    return experts + gemm(tokens, moe.experts, h)
+    up = gemm(tokens_per_expert, up_width * f / tp, h, local_experts) + gemm(tokens, moe.experts, h)
+    return up, gemm(tokens_per_expert, h, f / tp, local_experts)
 
 
 def optimizer_time_s(params_updated, *, hbm_tbps: float, eff: EfficiencyParams):

@@ -10,11 +10,13 @@ import numpy as np
 
 from scenarios.sim.pipeline import StageTimeline
 
-__all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "StepResult"]
+__all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "OVERLAP_KEYS", "StepResult"]
 
 #: Seconds per step by component; they sum to ``step_time_s``. (The timeline lays the pipeline
 #: kinds out op by op, then straggler wait, dp and optimizer: ``StageTimeline``.)
 BREAKDOWN_KEYS = ("compute", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer", "straggler")
+#: Communication kinds whose time can be hidden behind compute (``StepResult.hidden``).
+OVERLAP_KEYS = ("tp", "cp", "ep", "pp", "dp")
 #: GiB per GPU (first pipeline stage); they sum to ``memory_gib_per_gpu``.
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "reserve")
 
@@ -58,6 +60,9 @@ class StepResult:
     timeline : StageTimeline
         The phases of one step on every pipeline stage, from the simulated schedule, and the
         GPU -> stage map (``timeline.gpu_stage``).
+    hidden : dict[str, float]
+        Seconds per step each communication kind (tp, cp, ep, pp, dp) ran hidden behind
+        compute; the breakdown's entries of the same names are what stayed exposed.
     memory_headroom_gib : float
         HBM left on that GPU (GiB; negative by how much it does not fit).
     details : dict
@@ -83,6 +88,7 @@ class StepResult:
     timeline: StageTimeline = field(repr=False)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
     memory_headroom_gib: float = 0.0
+    hidden: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers only (no per-link / per-GPU / per-stage arrays: run summaries are stored
@@ -99,6 +105,7 @@ class StepResult:
             "memory_headroom_gib": self.memory_headroom_gib,
             "memory": dict(self.memory),
             "breakdown": dict(self.breakdown),
+            "hidden": dict(self.hidden),
             "time_to_train_days": self.time_to_train_days,
             "gpus": self.gpus,
             "max_link_utilization": float(self.link_utilization.max(initial=0.0)),

@@ -131,6 +131,8 @@ class JobSpec:
     tokens: float | None = None
     attention: str = "flash"
     overlap_dp: bool = True
+    overlap_tp: bool = False
+    overlap_pp: bool = False
     nodes: int | None = None
     placement: str = "packed"
     gpus_per_domain: int | None = None

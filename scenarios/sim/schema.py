@@ -119,6 +119,8 @@ JOB = Section(
             help="blank = standard with fp16 (the 2021-22 Megatron stack), else flash",
         ),
         Field("overlap_dp", "Overlap DP communication", "bool", default=True),
+        Field("overlap_tp", "Overlap TP communication with GEMMs", "bool", default=False),
+        Field("overlap_pp", "Overlap pipeline sends with compute", "bool", default=False),
         Field(
             "tokens", "Training tokens", "float", lo=0, lo_open=True, hi=1e18, help="for the time to train"
         ),

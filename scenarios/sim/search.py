@@ -230,6 +230,8 @@ def search_layouts(
         precision=job.precision,
         flash=flash,
         overlap_dp=job.overlap_dp,
+        overlap_tp=job.overlap_tp,
+        overlap_pp=job.overlap_pp,
         gpu=gpu,
         eff=eff,
     )

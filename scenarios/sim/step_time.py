@@ -25,6 +25,12 @@ from scenarios.sim.flops import (
     model_flops_per_step,
 )
 from scenarios.sim.memory import GIB, memory_per_gpu
+from scenarios.sim.overlap import (
+    bucket_count,
+    grad_reduce_exposed_s,
+    param_gather_exposed_s,
+    tp_overlap_exposed_s,
+)
 from scenarios.sim.pipeline import (
     bubble_fraction,
     pipeline_schedule,
@@ -58,6 +64,8 @@ class StepArrays:
 
     step_time_s: np.ndarray
     breakdown: dict[str, np.ndarray]
+    #: Seconds per step each communication kind spends hidden behind compute (overlap).
+    hidden: dict[str, np.ndarray]
     memory: dict[str, np.ndarray]
     model_flops: np.ndarray
     hardware_flops: np.ndarray
@@ -88,6 +96,8 @@ def assemble_step(
     gpu,
     eff: EfficiencyParams,
     comm_time: CommTime,
+    overlap_tp: bool = False,
+    overlap_pp: bool = False,
 ) -> StepArrays:
     """Step time and its breakdown, vectorized over candidate layouts.
 
@@ -99,11 +109,15 @@ def assemble_step(
     global_batch : int
     precision : {"bf16", "fp16", "fp8"}
     flash, overlap_dp : bool
+        FlashAttention; data-parallel reduction / gather overlapped bucket by bucket.
     gpu : GpuSpec
     eff : EfficiencyParams
     comm_time : callable(kind, op, bytes) -> ndarray
         Time (s) of one collective per rank buffer ``bytes`` (ndarray, candidates' shape) for
         kind in tp/cp/ep/pp/dp/dp_cp/edp; ``CommModel.time_s`` for a single layout.
+    overlap_tp, overlap_pp : bool
+        Tensor-parallel collectives overlapped with their GEMMs (Transformer Engine comm-GEMM
+        overlap); pipeline sends overlapped with the next op's compute.
 
     Returns
     -------
@@ -124,7 +138,9 @@ def assemble_step(
         hbm_tbps=gpu.hbm_tbps,
         eff=eff,
     )
-    comm = _layer_comm(model, b=b, tp=tp, cp=cp, code=code, times=times, comm_time=comm_time)
+    comm = _layer_comm(
+        model, b=b, tp=tp, cp=cp, code=code, times=times, comm_time=comm_time, overlap_tp=overlap_tp
+    )
 
     inner, last = stage_layers(model.layers, pp.astype(np.int64))
     layer_f = times.forward_s + comm["forward_s"]
@@ -139,7 +155,11 @@ def assemble_step(
 
     compute_per_mb = stage_layer_count * (times.forward_s + times.backward_s + times.recompute_s) + logits_s
     p2p_bytes = b * model.seq_len / cp * model.hidden * 2.0 / tp
-    p2p_s = np.where(pp > 1, comm_time("pp", "p2p", p2p_bytes), 0.0)
+    p2p_total = np.where(pp > 1, comm_time("pp", "p2p", p2p_bytes), 0.0)
+    # With overlap (Megatron-Core overlap_p2p_comm) a chunk's send runs beside the next op's
+    # compute, so only what exceeds the shorter op shows.
+    shortest_op = np.minimum(stage_f, stage_b) / vpp
+    p2p_s = np.maximum(p2p_total - shortest_op, 0.0) if overlap_pp else p2p_total
     # The schedule with per-chunk ops (t_f/v + p2p) and (t_b/v + p2p) takes (m v + p - 1) op
     # pairs (pipeline.pipeline_time_s; equal to the simulated Megatron order, test_pipeline):
     # every op's own send is "pp" (2 m v sends per stage), the (p - 1) idle op pairs of fill
@@ -154,11 +174,11 @@ def assemble_step(
         dp=dp,
         cp=cp,
         ep=ep,
+        vpp=vpp,
         zero=np.asarray(zero),
         precision=precision,
         stage_f=stage_f,
         stage_b=stage_b,
-        layers=stage_layer_count,
         overlap=overlap_dp,
         microbatches=m,
         comm_time=comm_time,
@@ -194,6 +214,18 @@ def assemble_step(
         k: np.broadcast_to(np.asarray(v, dtype=float), np.shape(bubble)) for k, v in breakdown.items()
     }
     step = sum(breakdown[k] for k in BREAKDOWN_KEYS)
+    per_step_layers = m * stage_layer_count
+    hidden = {
+        "tp": per_step_layers * comm["tp_hidden_s"],
+        "cp": per_step_layers * comm["cp_hidden_s"],
+        "ep": np.zeros_like(bubble),
+        "pp": 2.0 * m * vpp * (p2p_total - p2p_s),
+        "dp": dp_volume["time_s"] + dp_volume["zero3_s"] - dp_s,
+    }
+    hidden = {
+        k: np.broadcast_to(np.maximum(np.asarray(v, dtype=float), 0.0), np.shape(bubble))
+        for k, v in hidden.items()
+    }
     volumes = _volumes(
         m=m,
         vpp=vpp,
@@ -207,6 +239,7 @@ def assemble_step(
     return StepArrays(
         step_time_s=step,
         breakdown=breakdown,
+        hidden=hidden,
         memory=memory,
         model_flops=model_flops_per_step(model, global_batch),
         hardware_flops=hardware_flops_per_step(model, global_batch, code),
@@ -229,23 +262,43 @@ def assemble_step(
             + np.where(last_busiest, times.logits_backward_s, 0.0),
             "stage_backward_comm_s": stage_layer_count * comm["backward_s"],
             "p2p_s": p2p_s,
+            "p2p_comm_s": p2p_total,
             "dp_comm_s": dp_volume["time_s"],
+            "dp_buckets": dp_volume["buckets"],
         },
     )
 
 
-def _layer_comm(model, *, b, tp, cp, code, times, comm_time) -> dict[str, np.ndarray]:
-    """Exposed tp / cp / ep communication of one layer and one microbatch (s)."""
+def _layer_comm(model, *, b, tp, cp, code, times, comm_time, overlap_tp=False) -> dict[str, np.ndarray]:
+    """Exposed (and hidden) tp / cp / ep communication of one layer and one microbatch (s)."""
     h, s = float(model.hidden), float(model.seq_len)
     tokens = b * s / cp
     activation_bytes = tokens * h * 2.0  # all-gather output / reduce-scatter input per rank
-    one_tp = 0.5 * (
-        comm_time("tp", "all_gather", activation_bytes) + comm_time("tp", "reduce_scatter", activation_bytes)
-    )
-    tp_forward = 2.0 * TP_OPS_FORWARD * one_tp  # 2 all-gathers + 2 reduce-scatters
-    tp_backward = 2.0 * TP_OPS_BACKWARD * one_tp + np.where(code == 2, tp_forward, 0.0)
-    tp_forward = np.where(tp > 1, tp_forward, 0.0)
-    tp_backward = np.where(tp > 1, tp_backward, 0.0)
+    ag = comm_time("tp", "all_gather", activation_bytes)
+    rs = comm_time("tp", "reduce_scatter", activation_bytes)
+    tp_forward = 2.0 * TP_OPS_FORWARD * 0.5 * (ag + rs)  # 2 all-gathers + 2 reduce-scatters
+    tp_backward = 2.0 * TP_OPS_BACKWARD * 0.5 * (ag + rs)
+    total_forward, total_backward = tp_forward, tp_backward
+    if overlap_tp:
+        # Forward: AG before QKV and MLP-up (ring exchange), RS after the projection and
+        # MLP-down (pipelined, last chunk exposed). Backward: AG of the output gradient beside
+        # the row-parallel dgrad, RS of the column-parallel dgrad beside its wgrad (bulk).
+        qkv, proj, up, down = times.tp_gemms_s
+        tp_forward = (
+            tp_overlap_exposed_s(ag, qkv, tp, pipelined_tail=False)
+            + tp_overlap_exposed_s(rs, proj, tp, pipelined_tail=True)
+            + tp_overlap_exposed_s(ag, up, tp, pipelined_tail=False)
+            + tp_overlap_exposed_s(rs, down, tp, pipelined_tail=True)
+        )
+        tp_backward = sum(
+            tp_overlap_exposed_s(c, g, tp, pipelined_tail=False)
+            for c, g in ((ag, proj), (rs, qkv), (ag, down), (rs, up))
+        )
+    tp_backward = tp_backward + np.where(code == 2, tp_forward, 0.0)
+    total_backward = total_backward + np.where(code == 2, total_forward, 0.0)
+    on = tp > 1
+    tp_forward, tp_backward = np.where(on, tp_forward, 0.0), np.where(on, tp_backward, 0.0)
+    tp_total = np.where(on, total_forward + total_backward, 0.0)
 
     # Context parallelism (ring attention, Liu et al. 2023): K and V of the whole sequence are
     # gathered in the forward; the backward gathers them again and reduce-scatters their
@@ -257,6 +310,7 @@ def _layer_comm(model, *, b, tp, cp, code, times, comm_time) -> dict[str, np.nda
     else:
         cp_forward = cp_backward = np.zeros_like(kv_bytes)
     attention_f = _attention_share(model, times)
+    cp_total = np.where(cp > 1, cp_forward + cp_backward, 0.0)
     cp_forward = np.where(cp > 1, np.maximum(cp_forward - attention_f, 0.0), 0.0)
     cp_backward = np.where(cp > 1, np.maximum(cp_backward - 2.0 * attention_f, 0.0), 0.0)
 
@@ -274,7 +328,9 @@ def _layer_comm(model, *, b, tp, cp, code, times, comm_time) -> dict[str, np.nda
         "forward_s": tp_forward + cp_forward + ep_forward,
         "backward_s": tp_backward + cp_backward + ep_backward,
         "tp_s": tp_forward + tp_backward,
+        "tp_hidden_s": tp_total - (tp_forward + tp_backward),
         "cp_s": cp_forward + cp_backward,
+        "cp_hidden_s": cp_total - (cp_forward + cp_backward),
         "ep_s": ep_forward + ep_backward,
         "tp_ops": np.where(
             tp > 1,
@@ -318,17 +374,20 @@ def _params_updated(model, *, tp, pp, dp, cp, ep, zero):
 
 
 def _dp_time(
-    model, *, tp, pp, dp, cp, ep, zero, precision, stage_f, stage_b, layers, overlap, microbatches, comm_time
+    model, *, tp, pp, dp, cp, ep, vpp, zero, precision, stage_f, stage_b, overlap, microbatches, comm_time
 ):
     """Exposed data-parallel time per step and the bytes it moves.
 
     ZeRO 0: all-reduce of the gradients. ZeRO 1/2 (Megatron distributed optimizer):
     reduce-scatter of the gradients, then all-gather of the updated bf16 weights. ZeRO 3
     additionally re-gathers the weights for the forward and the backward of every microbatch
-    (modelled as overlapped with that microbatch's compute). With ``overlap`` the gradient
-    reduction runs bucket by bucket during the last microbatch's backward and the weight
-    all-gather during the next step's first forward; the last bucket (one layer) is always
-    exposed.
+    (modelled as overlapped with that microbatch's compute). Without ``overlap`` the gradients
+    go in one collective after the backward (Megatron-LM 2021-22 ``allreduce_gradients``) and
+    the weights in one after the optimizer. With it, Megatron-Core's buckets
+    (``overlap.bucket_count``) are reduced as the last microbatch's backward produces them and
+    gathered as the next forward needs them (``overlap.grad_reduce_exposed_s`` /
+    ``param_gather_exposed_s``): each bucket pays its own collective (latency included), the
+    last reduction and the first gather are exposed.
     """
     dense, expert = _dense_and_expert_params(model, tp=tp, pp=pp, ep=ep)
     grad_bytes = GRAD_COMM_BYTES[precision]
@@ -348,17 +407,21 @@ def _dp_time(
                 t_expert = np.where(ep > 1, comm_time("edp", op, expert_bytes), t_expert)
         return np.where(group > 1, t_dense, 0.0) + np.where(group / ep > 1, t_expert, 0.0)
 
-    allreduce = kind_time("all_reduce", dense * grad_bytes, expert * grad_bytes)
-    scatter = kind_time("reduce_scatter", dense * grad_bytes, expert * grad_bytes)
-    gather = kind_time("all_gather", dense * PARAM_COMM_BYTES, expert * PARAM_COMM_BYTES)
-    grad_sync = np.where(zero == 0, allreduce, scatter)
-    param_sync = np.where(zero >= 1, gather, 0.0)
-    last_bucket = grad_sync / np.maximum(layers, 1.0)
+    buckets = bucket_count(dense + expert, group) if overlap else 1.0
+
+    def bucketed(op, per_param):
+        return buckets * kind_time(op, dense * per_param / buckets, expert * per_param / buckets)
+
+    grad_sync = np.where(
+        zero == 0, bucketed("all_reduce", grad_bytes), bucketed("reduce_scatter", grad_bytes)
+    )
+    param_sync = np.where(zero >= 1, bucketed("all_gather", PARAM_COMM_BYTES), 0.0)
     if overlap:
-        grad_exposed = np.maximum(grad_sync - stage_b, last_bucket)
-        param_exposed = np.maximum(param_sync - stage_f, param_sync / np.maximum(layers, 1.0))
+        grad_exposed = grad_reduce_exposed_s(grad_sync, buckets, stage_b / vpp, pp, vpp)
+        param_exposed = param_gather_exposed_s(param_sync, buckets, stage_f / vpp, pp, vpp)
     else:
         grad_exposed, param_exposed = grad_sync, param_sync
+    gather = kind_time("all_gather", dense * PARAM_COMM_BYTES, expert * PARAM_COMM_BYTES)
     zero3 = np.where(zero >= 3, 2.0 * gather, 0.0)  # per microbatch, hidden behind compute
     zero3_exposed = np.maximum(zero3 - (stage_f + stage_b), 0.0) * microbatches
     exposed = grad_exposed + param_exposed + zero3_exposed
@@ -368,6 +431,8 @@ def _dp_time(
         "expert_grad_bytes": expert * grad_bytes,
         "dense_param_bytes": np.where(zero >= 1, dense * PARAM_COMM_BYTES, 0.0),
         "time_s": grad_sync + param_sync,
+        "zero3_s": zero3 * microbatches,
+        "buckets": np.broadcast_to(np.asarray(buckets, dtype=float), np.shape(grad_sync)),
         "dense_kind": dense_kind,
     }
     return exposed, volume
@@ -497,6 +562,8 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         precision=job.precision,
         flash=job.attention == "flash",
         overlap_dp=job.overlap_dp,
+        overlap_tp=job.overlap_tp,
+        overlap_pp=job.overlap_pp,
         gpu=gpu,
         eff=eff,
         comm_time=comm.time_s,
@@ -612,6 +679,7 @@ def _result(scenario, gpu, arrays, breakdown, timeline, link_util, rack_util, sl
         memory_gib_per_gpu=total_gib,
         fits=total_gib <= gpu.hbm_gib,
         memory_headroom_gib=float(arrays.memory["headroom"]) / GIB,
+        hidden={k: float(np.asarray(v)) for k, v in arrays.hidden.items()},
         memory=memory,
         breakdown=breakdown,
         time_to_train_days=(job.tokens / tokens_per_s / 86400.0 if job.tokens else None),

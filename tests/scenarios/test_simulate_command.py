@@ -25,6 +25,8 @@ def test_simulate_prints_a_readable_table(catalog_db, scenario_file, capsys):
     out = capsys.readouterr().out
     assert "gpt-small: 32 GPUs" in out
     assert "step time" in out and "breakdown (s):" in out and "MFU" in out
+    assert "overlap (s):" in out and "tp exposed" in out and "hidden" in out
+    assert "headroom" in out
 
 
 def test_simulate_json_has_the_step_result_fields(catalog_db, scenario_file, capsys):

@@ -8,7 +8,15 @@ from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scenarios.sim import BREAKDOWN_KEYS, MEMORY_KEYS, ScenarioError, load_scenarios, predict, search_layouts
+from scenarios.sim import (
+    BREAKDOWN_KEYS,
+    MEMORY_KEYS,
+    OVERLAP_KEYS,
+    ScenarioError,
+    load_scenarios,
+    predict,
+    search_layouts,
+)
 from scenarios.sim.errors import clip_message
 from topology.fabric.specs import CatalogError
 from topology.selectors import catalog_load
@@ -155,6 +163,14 @@ class Command(BaseCommand):
         w(
             "  breakdown (s):  "
             + "  ".join(f"{k} {r.breakdown[k]:.3f}" for k in BREAKDOWN_KEYS if r.breakdown[k] > 0)
+        )
+        w(
+            "  overlap (s):    "
+            + "  ".join(
+                f"{k} exposed {r.breakdown[k]:.3f} hidden {r.hidden.get(k, 0.0):.3f}"
+                for k in OVERLAP_KEYS
+                if r.breakdown[k] + r.hidden.get(k, 0.0) > 0
+            )
         )
         w("  memory (GiB):   " + "  ".join(f"{k} {r.memory[k]:.1f}" for k in MEMORY_KEYS))
         w(f"  hottest link     {r.link_utilization.max(initial=0.0):.1%} utilized")
