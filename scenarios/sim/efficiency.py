@@ -48,13 +48,18 @@ FLASH_BACKWARD_RATIO = 2.5
 #: (decoder) layer: Dao, "FlashAttention-2", 2023, Section 3.1.1 ("Causal masking": about 1.7-1.8x
 #: faster than without skipping). The standard fused-softmax kernels compute the full square.
 FLASH_BLOCK = 128.0
+#: fp8 (Transformer Engine): casting a GEMM input to fp8 reads 2 B and writes 1 B per element;
+#: the amax of delayed scaling is computed in the same kernel (TE fuses cast + amax). Applied to
+#: the inputs of the four linear GEMMs of a layer (QKV, projection, MLP up, MLP down); the
+#: backward casts the output gradients likewise (the element-wise 2x of the backward).
+FP8_CAST_BYTES = 3.0
 #: Adam step HBM traffic per parameter it updates: read fp32 master, m, v and grad (16 B),
 #: write master, m, v (12 B) and the bf16 copy (2 B).
 ADAM_BYTES_PER_PARAM = 30.0
 
 #: Defaults for a GPU whose catalog entry has no calibrated constants (assumed: the H100 fit,
 #: see topology/fixtures/catalog.yaml).
-DEFAULT_EFFICIENCY = {"gemm_max": 0.63, "gemm_half_dim": 128.0, "hbm_fraction": 0.7}
+DEFAULT_EFFICIENCY = {"gemm_max": 0.576, "gemm_half_dim": 128.0, "hbm_fraction": 0.7}
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,7 @@ def layer_times(
     peak_tflops: float,
     hbm_tbps: float,
     eff: EfficiencyParams,
+    bf16_peak_tflops: float | None = None,
 ) -> LayerTimes:
     """Per-GPU compute time of one layer for one microbatch.
 
@@ -161,6 +167,10 @@ def layer_times(
     hbm_tbps : float
         Datasheet HBM bandwidth (TB/s).
     eff : EfficiencyParams
+    bf16_peak_tflops : float, optional
+        Given for fp8 jobs: Transformer Engine runs the linear GEMMs in fp8 (``peak_tflops``)
+        but the attention core (FlashAttention / fused attention) and the output layer in bf16,
+        and casts every linear GEMM input to fp8 (``FP8_CAST_BYTES``).
 
     Returns
     -------
@@ -176,19 +186,26 @@ def layer_times(
     def gemm(m, n, k, batch=1.0):
         return gemm_time_s(m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=hbm, eff=eff)
 
+    fp8 = bf16_peak_tflops is not None
+    bf16_peak = (bf16_peak_tflops if fp8 else peak_tflops) * 1e12
+
+    def gemm_bf16(m, n, k, batch=1.0):
+        return gemm_time_s(m, n, k, batch=batch, peak_flops=bf16_peak, hbm_bytes_per_s=hbm, eff=eff)
+
     qkv, proj = gemm(tokens, (h + 2 * kv) / tp, h), gemm(tokens, h, h / tp)
     mlp_up, mlp_down = _mlp_time(model, gemm, tokens, tp, ep)
     linear = qkv + proj + mlp_up + mlp_down
     heads_local = model.heads / tp
-    attention = gemm(s / cp, s, model.head_dim, b * heads_local)
-    attention = attention + gemm(s / cp, model.head_dim, s, b * heads_local)
+    attention = gemm_bf16(s / cp, s, model.head_dim, b * heads_local)
+    attention = attention + gemm_bf16(s / cp, model.head_dim, s, b * heads_local)
     if flash:
         attention = attention * causal_block_fraction(s / cp)
 
     norm_bytes = NORM_RESIDUAL_BYTES_PER_HIDDEN * tokens * h / tp
     act_bytes = ACT_BYTES_PER_FFN[model.mlp] * tokens * _active_ffn(model) / tp
     softmax_bytes = 0.0 if flash else SOFTMAX_BYTES_PER_SCORE * b * heads_local * (s / cp) * s
-    elementwise = (norm_bytes + act_bytes) / hbm
+    cast_bytes = FP8_CAST_BYTES * tokens * (3.0 * h + _active_ffn(model)) / tp if fp8 else 0.0
+    elementwise = (norm_bytes + act_bytes + cast_bytes) / hbm
     softmax = softmax_bytes / hbm
 
     forward = linear + attention + elementwise + softmax
@@ -198,7 +215,7 @@ def layer_times(
     # its backward, so it adds nothing there.
     selective = 0.0 if flash else attention + softmax
     recompute_s = np.where(code == 2, forward, np.where(code == 1, selective, 0.0))
-    logits_fwd = gemm(tokens, model.vocab / tp, h)
+    logits_fwd = gemm_bf16(tokens, model.vocab / tp, h)
     return LayerTimes(
         forward_s=np.asarray(forward),
         backward_s=np.asarray(backward),

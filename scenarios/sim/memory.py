@@ -69,6 +69,9 @@ RESERVE_FIXED_GIB = 2.5
 #: (PyTorch >= 2.1), which maps segments contiguously and removes most of it. 10 % is assumed
 #: between the two.
 FRAGMENTATION = 0.10
+#: Transformer Engine's fp8 weight cache: the fp8 weight and its fp8 transpose, 1 B each
+#: (``Float8Tensor`` with its transpose cache; kept across the microbatches of a step).
+FP8_WEIGHT_COPY_BYTES = 2.0
 #: FlashAttention keeps one fp32 log-sum-exp per head and token for its backward (Dao et al.).
 FLASH_LSE_BYTES = 4.0
 
@@ -80,7 +83,7 @@ def _has_dropout(model: ModelSpec) -> bool:
 
 
 def activation_bytes_per_layer(
-    model: ModelSpec, *, micro_batch, tp, cp=1, recompute=0, flash: bool = True
+    model: ModelSpec, *, micro_batch, tp, cp=1, recompute=0, flash: bool = True, fp8: bool = False
 ) -> np.ndarray:
     """Activation bytes one layer keeps for one microbatch on one GPU.
 
@@ -90,7 +93,9 @@ def activation_bytes_per_layer(
     output of the activation) or ``6 f`` (swiglu: gate, up, product) per token; without dropout
     the two 1-byte masks and the score-dropout terms go. Scores: softmax output 2 B, its dropout
     mask 1 B and dropout output 2 B per element (``5 a s / h``), 2 B without dropout; with
-    FlashAttention none, only the log-sum-exp.
+    FlashAttention none, only the log-sum-exp. With fp8 Transformer Engine saves the inputs of
+    the QKV, MLP-up and MLP-down GEMMs as their fp8 casts (1 B instead of 2 B: ``h + h + f``
+    per token fewer); the projection's input is FlashAttention's own bf16 output and stays.
     """
     b, tp, cp = (np.asarray(v, dtype=float) for v in (micro_batch, tp, cp))
     code = np.asarray(recompute)
@@ -104,6 +109,8 @@ def activation_bytes_per_layer(
     tokens = s / cp * b
     masks = 2.0 if _has_dropout(model) else 0.0  # attention-output and MLP-output dropout
     linear = (6.0 + 2.0 + 4.0 + masks) * sbh + 4.0 * tokens * kv + per_token_ffn * tokens * ffn
+    if fp8:
+        linear = linear - tokens * (2.0 * h + ffn)
     if flash:
         scores = FLASH_LSE_BYTES * model.heads * tokens
     else:
@@ -184,8 +191,15 @@ def memory_per_gpu(
     zero=0,
     flash: bool = True,
     hbm_gib: float,
+    fp8: bool = False,
+    fp8_params: bool = False,
 ) -> dict[str, np.ndarray]:
     """Memory (bytes) on one GPU of the first pipeline stage, by component.
+
+    With ``fp8`` Transformer Engine keeps an fp8 copy of every linear weight and its transpose
+    (for the backward GEMMs) beside the bf16 weight: +2 B per layer-matrix parameter
+    (``FP8_WEIGHT_COPY_BYTES``); with ``fp8_params`` the weight lives in fp8 only (1 B + its
+    1 B transpose, the bf16 copy's 2 B), so the weights cost what bf16 ones do.
 
     Returns
     -------
@@ -205,17 +219,25 @@ def memory_per_gpu(
         )
 
     weights = sharded(WEIGHT_BYTES, 3)
+    if fp8 and not fp8_params:
+        per_layer_params = layer_params(model)
+        matrices = per_layer_params["attention"] + per_layer_params["mlp"]
+        layer_matrices = first_stage_layers(model.layers, pp) * (
+            matrices / np.asarray(tp, float)
+            + per_layer_params["experts"] / (np.asarray(tp, float) * np.asarray(ep, float))
+        )
+        weights = weights + FP8_WEIGHT_COPY_BYTES * layer_matrices
     grads = sharded(GRAD_BYTES, 2)
     optimizer = sharded(OPTIMIZER_BYTES, 1)
     per_layer = activation_bytes_per_layer(
-        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=recompute, flash=flash
+        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=recompute, flash=flash, fp8=fp8
     )
     pp_arr = np.asarray(pp, dtype=float)
     alive = in_flight_layer_microbatches(first_stage_layers(model.layers, pp), pp, vpp, microbatches)
     activations = per_layer * alive
     # Full recompute rebuilds one layer's complete activations at a time during backward.
     full_layer = activation_bytes_per_layer(
-        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=0, flash=flash
+        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=0, flash=flash, fp8=fp8
     )
     activations = activations + np.where(np.asarray(recompute) == 2, full_layer, 0.0)
     b, t, c = (np.asarray(x, dtype=float) for x in (micro_batch, tp, cp))

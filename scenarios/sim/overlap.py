@@ -50,9 +50,12 @@ def prefetch_delay_s(need_s, comm_s) -> np.ndarray:
     return np.maximum((np.cumsum(comm, axis=-1) - need).max(axis=-1), 0.0)
 
 
-def bucket_count(params, dp) -> np.ndarray:
-    """Gradient buckets of a stage's ``params`` (Megatron-Core's default bucket size)."""
-    size = np.maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_DP_RANK * np.asarray(dp, float))
+def bucket_count(
+    params, dp, *, min_params=BUCKET_MIN_PARAMS, per_dp_rank=BUCKET_PARAMS_PER_DP_RANK
+) -> np.ndarray:
+    """Gradient buckets of a stage's ``params``: ``max(min_params, per_dp_rank x dp)`` each
+    (default Megatron-Core's; DeepSpeed's ``reduce_bucket_size`` is a flat 5e8)."""
+    size = np.maximum(min_params, per_dp_rank * np.asarray(dp, float))
     return np.maximum(np.ceil(np.asarray(params, float) / size), 1.0)
 
 

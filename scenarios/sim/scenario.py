@@ -133,6 +133,7 @@ class JobSpec:
     overlap_dp: bool = True
     overlap_tp: bool = False
     overlap_pp: bool = False
+    framework: str = "megatron-core"
     nodes: int | None = None
     placement: str = "packed"
     gpus_per_domain: int | None = None
@@ -242,8 +243,33 @@ def _parse_job(data: Any) -> JobSpec:
     for section in ("model", "parallel"):
         if section not in data:
             raise ScenarioError(f"job.{section}: required")
-    values["attention"] = values["attention"] or default_attention(values["precision"])
+    _apply_framework(values, data)
     return JobSpec(model=_parse_model(data["model"]), parallel=_parse_parallel(data["parallel"]), **values)
+
+
+def _apply_framework(values: dict, data: Any) -> None:
+    """Fill the keys ``job.framework``'s preset governs where the job does not name them
+    (``scenarios/sim/frameworks.py``); explicit job keys win."""
+    from scenarios.sim.frameworks import FRAMEWORKS, default_framework
+
+    def given(key):
+        return data.get(key) is not None
+
+    name = values["framework"] or default_framework(values["precision"])
+    preset = FRAMEWORKS[name]
+    values["framework"] = name
+    if preset.precision and not given("precision"):
+        values["precision"] = preset.precision
+    if values["precision"] == "fp8" and not preset.fp8:
+        raise ScenarioError(
+            f"job.precision: {name} has no fp8 training (Transformer Engine fp8 came with "
+            "Megatron-Core); use framework megatron-core or nemo-fp8"
+        )
+    for key in ("overlap_dp", "overlap_tp", "overlap_pp"):
+        if not given(key):
+            values[key] = getattr(preset, key)
+    if not given("attention"):
+        values["attention"] = preset.attention or default_attention(values["precision"])
 
 
 def default_attention(precision: str) -> str:

@@ -15,6 +15,7 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp8")
 MLP_KINDS = ("gelu", "swiglu")
 ATTENTION_KINDS = ("flash", "standard")
+FRAMEWORK_NAMES = ("megatron-2022", "megatron-core", "nemo-fp8", "deepspeed")  # sim/frameworks.py
 ECMP_MODES = ("hash", "spread")
 PLACEMENTS = ("packed", "spread")  # job.placement (scenarios/sim/placement.py)
 
@@ -121,6 +122,13 @@ JOB = Section(
         Field("overlap_dp", "Overlap DP communication", "bool", default=True),
         Field("overlap_tp", "Overlap TP communication with GEMMs", "bool", default=False),
         Field("overlap_pp", "Overlap pipeline sends with compute", "bool", default=False),
+        Field(
+            "framework",
+            "Training framework",
+            "choice",
+            choices=FRAMEWORK_NAMES,
+            help="blank = megatron-2022 with fp16, else megatron-core; sets the overlaps and kernels",
+        ),
         Field(
             "tokens", "Training tokens", "float", lo=0, lo_open=True, hi=1e18, help="for the time to train"
         ),

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from scenarios.sim.efficiency import EfficiencyParams
+from scenarios.sim.frameworks import FRAMEWORKS
 from scenarios.sim.memory import GIB, memory_per_gpu
 from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
 from scenarios.sim.step_time import assemble_step, build_fabric
@@ -216,6 +217,8 @@ def search_layouts(
         zero=sub["zero"],
         flash=flash,
         hbm_gib=gpu.hbm_gib,
+        fp8=job.precision == "fp8",
+        fp8_params=job.precision == "fp8" and FRAMEWORKS[job.framework].fp8_params,
     )
     fits = memory["total"] <= gpu.hbm_gib * GIB
     rejected[REJECT_REASONS[-1]] = int((~fits).sum())
@@ -232,6 +235,7 @@ def search_layouts(
         overlap_dp=job.overlap_dp,
         overlap_tp=job.overlap_tp,
         overlap_pp=job.overlap_pp,
+        framework=FRAMEWORKS[job.framework],
         gpu=gpu,
         eff=eff,
     )

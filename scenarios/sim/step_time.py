@@ -24,6 +24,7 @@ from scenarios.sim.flops import (
     layer_params,
     model_flops_per_step,
 )
+from scenarios.sim.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework
 from scenarios.sim.memory import GIB, memory_per_gpu
 from scenarios.sim.overlap import (
     bucket_count,
@@ -98,6 +99,7 @@ def assemble_step(
     comm_time: CommTime,
     overlap_tp: bool = False,
     overlap_pp: bool = False,
+    framework: Framework | None = None,
 ) -> StepArrays:
     """Step time and its breakdown, vectorized over candidate layouts.
 
@@ -118,6 +120,9 @@ def assemble_step(
     overlap_tp, overlap_pp : bool
         Tensor-parallel collectives overlapped with their GEMMs (Transformer Engine comm-GEMM
         overlap); pipeline sends overlapped with the next op's compute.
+    framework : Framework, optional
+        The stack's bucket sizes and fp8 weight layout (default ``megatron-core``); its overlap
+        and kernel choices arrive through the arguments above (the job may override them).
 
     Returns
     -------
@@ -126,6 +131,8 @@ def assemble_step(
     b, tp, pp, dp, cp, ep, vpp = (np.asarray(v, dtype=float) for v in (micro_batch, tp, pp, dp, cp, ep, vpp))
     code = np.asarray(recompute)
     m = global_batch / (b * dp)
+    stack = framework or FRAMEWORKS[DEFAULT_FRAMEWORK]
+    fp8 = precision == "fp8"
     times = layer_times(
         model,
         micro_batch=b,
@@ -137,9 +144,18 @@ def assemble_step(
         peak_tflops=gpu.peak_tflops(precision),
         hbm_tbps=gpu.hbm_tbps,
         eff=eff,
+        bf16_peak_tflops=gpu.peak_tflops("bf16") if fp8 else None,
     )
     comm = _layer_comm(
-        model, b=b, tp=tp, cp=cp, code=code, times=times, comm_time=comm_time, overlap_tp=overlap_tp
+        model,
+        b=b,
+        tp=tp,
+        cp=cp,
+        code=code,
+        times=times,
+        comm_time=comm_time,
+        overlap_tp=overlap_tp,
+        gather_bytes=1.0 if fp8 else 2.0,
     )
 
     inner, last = stage_layers(model.layers, pp.astype(np.int64))
@@ -182,6 +198,7 @@ def assemble_step(
         overlap=overlap_dp,
         microbatches=m,
         comm_time=comm_time,
+        stack=stack,
     )
     memory = memory_per_gpu(
         model,
@@ -197,6 +214,8 @@ def assemble_step(
         zero=zero,
         flash=flash,
         hbm_gib=gpu.hbm_gib,
+        fp8=fp8,
+        fp8_params=fp8 and stack.fp8_params,
     )
     updated = _params_updated(model, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, zero=np.asarray(zero))
     breakdown = {
@@ -220,7 +239,7 @@ def assemble_step(
         "cp": per_step_layers * comm["cp_hidden_s"],
         "ep": np.zeros_like(bubble),
         "pp": 2.0 * m * vpp * (p2p_total - p2p_s),
-        "dp": dp_volume["time_s"] + dp_volume["zero3_s"] - dp_s,
+        "dp": dp_volume["time_s"] + dp_volume["per_microbatch_s"] - dp_s,
     }
     hidden = {
         k: np.broadcast_to(np.maximum(np.asarray(v, dtype=float), 0.0), np.shape(bubble))
@@ -269,12 +288,18 @@ def assemble_step(
     )
 
 
-def _layer_comm(model, *, b, tp, cp, code, times, comm_time, overlap_tp=False) -> dict[str, np.ndarray]:
-    """Exposed (and hidden) tp / cp / ep communication of one layer and one microbatch (s)."""
+def _layer_comm(
+    model, *, b, tp, cp, code, times, comm_time, overlap_tp=False, gather_bytes=2.0
+) -> dict[str, np.ndarray]:
+    """Exposed (and hidden) tp / cp / ep communication of one layer and one microbatch (s).
+
+    ``gather_bytes`` per element of the tp all-gathers: 1 with fp8, where Transformer Engine
+    casts the sequence-parallel shard to fp8 before gathering it; reduce-scatters stay bf16.
+    """
     h, s = float(model.hidden), float(model.seq_len)
     tokens = b * s / cp
     activation_bytes = tokens * h * 2.0  # all-gather output / reduce-scatter input per rank
-    ag = comm_time("tp", "all_gather", activation_bytes)
+    ag = comm_time("tp", "all_gather", tokens * h * gather_bytes)
     rs = comm_time("tp", "reduce_scatter", activation_bytes)
     tp_forward = 2.0 * TP_OPS_FORWARD * 0.5 * (ag + rs)  # 2 all-gathers + 2 reduce-scatters
     tp_backward = 2.0 * TP_OPS_BACKWARD * 0.5 * (ag + rs)
@@ -374,14 +399,30 @@ def _params_updated(model, *, tp, pp, dp, cp, ep, zero):
 
 
 def _dp_time(
-    model, *, tp, pp, dp, cp, ep, vpp, zero, precision, stage_f, stage_b, overlap, microbatches, comm_time
+    model,
+    *,
+    tp,
+    pp,
+    dp,
+    cp,
+    ep,
+    vpp,
+    zero,
+    precision,
+    stage_f,
+    stage_b,
+    overlap,
+    microbatches,
+    comm_time,
+    stack,
 ):
     """Exposed data-parallel time per step and the bytes it moves.
 
     ZeRO 0: all-reduce of the gradients. ZeRO 1/2 (Megatron distributed optimizer):
-    reduce-scatter of the gradients, then all-gather of the updated bf16 weights. ZeRO 3
-    additionally re-gathers the weights for the forward and the backward of every microbatch
-    (modelled as overlapped with that microbatch's compute). Without ``overlap`` the gradients
+    reduce-scatter of the gradients, then all-gather of the updated bf16 weights; ZeRO 2 also
+    reduce-scatters every earlier microbatch's gradients, ZeRO 3 gathers the weights for the
+    forward and the backward of every microbatch (beside that microbatch's compute; the excess
+    is exposed). Without ``overlap`` the gradients
     go in one collective after the backward (Megatron-LM 2021-22 ``allreduce_gradients``) and
     the weights in one after the optimizer. With it, Megatron-Core's buckets
     (``overlap.bucket_count``) are reduced as the last microbatch's backward produces them and
@@ -407,7 +448,15 @@ def _dp_time(
                 t_expert = np.where(ep > 1, comm_time("edp", op, expert_bytes), t_expert)
         return np.where(group > 1, t_dense, 0.0) + np.where(group / ep > 1, t_expert, 0.0)
 
-    buckets = bucket_count(dense + expert, group) if overlap else 1.0
+    buckets = 1.0
+    if overlap:
+        buckets = bucket_count(
+            dense + expert,
+            group,
+            min_params=stack.bucket_min_params,
+            per_dp_rank=stack.bucket_params_per_dp_rank,
+        )
+    param_bytes = 1.0 if (precision == "fp8" and stack.fp8_params) else PARAM_COMM_BYTES
 
     def bucketed(op, per_param):
         return buckets * kind_time(op, dense * per_param / buckets, expert * per_param / buckets)
@@ -415,23 +464,41 @@ def _dp_time(
     grad_sync = np.where(
         zero == 0, bucketed("all_reduce", grad_bytes), bucketed("reduce_scatter", grad_bytes)
     )
-    param_sync = np.where(zero >= 1, bucketed("all_gather", PARAM_COMM_BYTES), 0.0)
+    # ZeRO 3 keeps no full weights between steps: nothing to gather after the optimizer.
+    param_sync = np.where((zero >= 1) & (zero < 3), bucketed("all_gather", param_bytes), 0.0)
     if overlap:
         grad_exposed = grad_reduce_exposed_s(grad_sync, buckets, stage_b / vpp, pp, vpp)
         param_exposed = param_gather_exposed_s(param_sync, buckets, stage_f / vpp, pp, vpp)
     else:
         grad_exposed, param_exposed = grad_sync, param_sync
-    gather = kind_time("all_gather", dense * PARAM_COMM_BYTES, expert * PARAM_COMM_BYTES)
-    zero3 = np.where(zero >= 3, 2.0 * gather, 0.0)  # per microbatch, hidden behind compute
-    zero3_exposed = np.maximum(zero3 - (stage_f + stage_b), 0.0) * microbatches
-    exposed = grad_exposed + param_exposed + zero3_exposed
+    # Every microbatch: sharded gradients (ZeRO >= 2) cannot be accumulated unsharded, so each
+    # microbatch's backward reduce-scatters them (DeepSpeed reduces every micro-step, FSDP every
+    # backward; the last microbatch's is the end-of-step reduction above); ZeRO 3 gathers the
+    # weights for the forward and again for the backward (Rajbhandari et al. SC'20 §5: 3x the
+    # data-parallel volume). They run on one communication stream beside the compute: while a
+    # microbatch's traffic fits in its compute (forward + backward) the stream keeps up; what
+    # exceeds it queues and is exposed, microbatch after microbatch. ZeRO 3's first gather
+    # (one bucket) waits at the start.
+    gather = bucketed("all_gather", param_bytes)
+    rs_mb = np.where(zero >= 2, bucketed("reduce_scatter", grad_bytes), 0.0)
+    gather_mb = np.where(zero >= 3, gather, 0.0)
+    earlier = np.maximum(microbatches - 1.0, 0.0)
+    compute_mb = stage_f + stage_b
+    per_mb_exposed = np.maximum(2.0 * gather_mb + rs_mb - compute_mb, 0.0) * earlier
+    per_mb_exposed = per_mb_exposed + np.maximum(2.0 * gather_mb - compute_mb, 0.0)  # the last
+    per_mb_exposed = per_mb_exposed + gather_mb / np.maximum(buckets, 1.0)
+    per_mb_total = 2.0 * gather_mb * microbatches + rs_mb * earlier
+    exposed = grad_exposed + param_exposed + per_mb_exposed
     volume = {
         "grad_op": np.where(zero == 0, "all_reduce", "reduce_scatter"),
-        "dense_grad_bytes": dense * grad_bytes,
+        # Bytes per step (for link utilization): ZeRO 2/3 reduce every microbatch's gradients,
+        # ZeRO 3 gathers the weights twice per microbatch.
+        "dense_grad_bytes": dense * grad_bytes * np.where(zero >= 2, microbatches, 1.0),
         "expert_grad_bytes": expert * grad_bytes,
-        "dense_param_bytes": np.where(zero >= 1, dense * PARAM_COMM_BYTES, 0.0),
+        "dense_param_bytes": np.where(zero >= 1, dense * param_bytes, 0.0)
+        * np.where(zero >= 3, 2.0 * microbatches, 1.0),
         "time_s": grad_sync + param_sync,
-        "zero3_s": zero3 * microbatches,
+        "per_microbatch_s": per_mb_total,
         "buckets": np.broadcast_to(np.asarray(buckets, dtype=float), np.shape(grad_sync)),
         "dense_kind": dense_kind,
     }
@@ -564,6 +631,7 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         overlap_dp=job.overlap_dp,
         overlap_tp=job.overlap_tp,
         overlap_pp=job.overlap_pp,
+        framework=FRAMEWORKS[job.framework],
         gpu=gpu,
         eff=eff,
         comm_time=comm.time_s,

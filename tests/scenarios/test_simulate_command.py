@@ -57,7 +57,8 @@ def test_simulate_json_has_the_step_result_fields(catalog_db, scenario_file, cap
 
 
 def test_simulate_json_timeline_has_one_entry_per_pipeline_stage(catalog_db, scenario_file, capsys):
-    data = scenario_dict(parallel={"tp": 8, "pp": 2, "dp": 2}, global_batch=16, nodes=4)
+    # Blocking sends (overlap_pp false), so each op's send shows as pp_wait.
+    data = scenario_dict(parallel={"tp": 8, "pp": 2, "dp": 2}, global_batch=16, nodes=4, overlap_pp=False)
     call_command("simulate", scenario_file(data), "--json")
     stages = json.loads(capsys.readouterr().out)["timeline"]["stages"]
     assert [(stage["stage"], stage["gpus"]) for stage in stages] == [(0, 16), (1, 16)]

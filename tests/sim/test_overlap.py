@@ -93,7 +93,7 @@ def _pp_job(model=None, **overrides):
 
 @pytest.mark.parametrize("kind", ["tp", "pp"])
 def test_overlap_moves_time_from_exposed_to_hidden(catalog, kind):
-    off = predict(_pp_job(), catalog=catalog)
+    off = predict(_pp_job(**{f"overlap_{kind}": False}), catalog=catalog)
     on = predict(_pp_job(**{f"overlap_{kind}": True}), catalog=catalog)
     assert off.hidden[kind] == 0.0
     assert on.hidden[kind] > 0.0

@@ -314,6 +314,7 @@ def test_stage_timeline_critical_stage_totals_equal_the_breakdown(catalog):
         parallel={"tp": 8, "pp": 4, "dp": 1, "vpp": 2},
         global_batch=16,
         micro_batch=1,
+        overlap_pp=False,  # blocking sends: every kind of phase shows
         what_if={"straggler_spread": 0.03},
     )
     result = predict(parse_scenario(data), catalog=catalog)
