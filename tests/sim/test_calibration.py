@@ -56,5 +56,5 @@ def test_calibration_mfu_where_published(fitted):
 
 def test_held_out_rows_within_20_percent(catalog):
     errors = _errors(HELD_OUT, catalog)
-    assert len(errors) == 2
+    assert len(errors) == 5  # Llama 3 Table 4 rows 2-3, three NeMo H100 fp8 rows
     assert np.abs([error for _, error, _ in errors.values()]).max() <= 0.20, _table(errors)
