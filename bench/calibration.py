@@ -4,7 +4,8 @@ Usage: ``.venv/bin/python bench/calibration.py [--dir ../shared/calibration] [--
 
 Prints one row per scenario (predicted vs measured step time, MFU where published) and the
 median / maximum absolute step-time error, for the fitted set (the shared calibration
-directory) and the held-out rows in ``docs/calibration`` (never used to fit the constants).
+directory and ``docs/calibration/fitted``: rows for GPUs the shared set has none of) and the
+held-out rows in ``docs/calibration`` (never used to fit the constants).
 Rows publishing only throughput are compared through the step time implied by the measured
 model TFLOP/s per GPU (or by tokens/s, derived in their file). Then **leave one source out**:
 for each source family (the file a row comes from, ``-table*`` / ``-more`` suffixes folded),
@@ -26,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scenarios.sim import build_fabric, predict
-from scenarios.sim.calibration import HELD_OUT_DIR, fitted_dir, load_cases
+from scenarios.sim.calibration import FITTED_EXTRA_DIR, HELD_OUT_DIR, fitted_dir, load_cases
 from topology.fabric.specs import load_catalog
 
 #: Search interval of ``gemm_max`` for the leave-one-source-out refits.
@@ -170,11 +171,13 @@ def main() -> None:
     parser.add_argument("--no-loso", action="store_true", help="skip leave-one-source-out (slow)")
     args = parser.parse_args()
     catalog = load_catalog()
-    print_table(f"fitted set ({args.dir})", calibration_rows(args.dir, catalog))
+    fitted_rows = calibration_rows(args.dir, catalog) + calibration_rows(FITTED_EXTRA_DIR, catalog)
+    print_table(f"fitted set ({args.dir} + {FITTED_EXTRA_DIR})", fitted_rows)
     print_table(f"held out ({HELD_OUT_DIR})", calibration_rows(HELD_OUT_DIR, catalog))
     if not args.no_loso:
         print("== leave one source out (goal: no family worse than 8 % median)")
-        worst = leave_one_source_out(catalog, load_cases(args.dir), load_cases(HELD_OUT_DIR))
+        fitted = load_cases(args.dir) + load_cases(FITTED_EXTRA_DIR)
+        worst = leave_one_source_out(catalog, fitted, load_cases(HELD_OUT_DIR))
         by_family = defaultdict(float, worst)
         name = max(by_family, key=by_family.get)
         print(f"worst family: {name} {by_family[name]:.1%}")
