@@ -1,7 +1,11 @@
 """Time one prediction on a Llama-3-405B-like job, fabric generation and routing included.
 
-Usage: ``.venv/bin/python bench/step_time.py``. Targets: 16,384 GPUs < 1 s; 131,072 GPUs
-< 10 s and < 4 GiB peak RSS. Each size runs in a fresh process so the RSS figure is its own.
+Usage: ``.venv/bin/python bench/step_time.py``. Targets (issue 11): 16,384 GPUs <= 0.25 s;
+131,072 GPUs <= 1 s and <= 1 GiB peak RSS. Each size runs in a fresh process so the RSS figure is
+its own. The modules a prediction imports lazily (fabric generators, compiler, routing, scipy)
+are imported before the clock starts and their one-off cost per process is printed apart: a
+worker pays it once, not per prediction. The prediction itself is timed twice, the first call
+(cold caches) and the second (what a warm worker pays).
 """
 
 from __future__ import annotations
@@ -55,11 +59,24 @@ def run_one(nodes: int) -> dict:
     catalog = load_catalog()
     scenario = parse_scenario(llama_like(nodes))
     start = time.perf_counter()
+    import scenarios.sim.layout
+    import scenarios.sim.network
+    import scenarios.sim.placement  # noqa: F401
+    import topology.fabric.compiled
+    import topology.fabric.generators  # noqa: F401
+
+    imports = time.perf_counter() - start
+    start = time.perf_counter()
     result = predict(scenario, catalog=catalog)
     elapsed = time.perf_counter() - start
+    start = time.perf_counter()
+    predict(scenario, catalog=catalog)
+    again = time.perf_counter() - start
     rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return {
         "gpus": result.gpus,
+        "imports_s": imports,
+        "again_s": again,
         "seconds": elapsed,
         "rss_gib": rss_gib,
         "step_time_s": result.step_time_s,
@@ -79,7 +96,8 @@ def main() -> None:
         row = json.loads(out.strip().splitlines()[-1])
         print(
             f"{row['gpus']:>8,} GPUs: predict (generate + compile + route + model) "
-            f"{row['seconds']:.2f} s, peak RSS {row['rss_gib']:.2f} GiB, {row['links']:,} links; "
+            f"{row['seconds']:.2f} s first, {row['again_s']:.2f} s again (imports once "
+            f"{row['imports_s']:.2f} s), peak RSS {row['rss_gib']:.2f} GiB, {row['links']:,} links; "
             f"step {row['step_time_s']:.2f} s, MFU {row['mfu']:.1%}"
         )
 
