@@ -120,8 +120,10 @@ JOB = Section(
             help="blank = standard with fp16 (the 2021-22 Megatron stack), else flash",
         ),
         Field("overlap_dp", "Overlap DP communication", "bool", default=True),
-        Field("overlap_tp", "Overlap TP communication with GEMMs", "bool", default=False),
-        Field("overlap_pp", "Overlap pipeline sends with compute", "bool", default=False),
+        # File-only (web=False): a checkbox always sends a value, which would override the
+        # framework preset's choice for every web scenario.
+        Field("overlap_tp", "Overlap TP communication with GEMMs", "bool", default=False, web=False),
+        Field("overlap_pp", "Overlap pipeline sends with compute", "bool", default=False, web=False),
         Field(
             "framework",
             "Training framework",
