@@ -1,0 +1,159 @@
+"""The result pages as a cluster architect reads them, in a real browser: the run, layout-search,
+sweep and compare pages at 1024, 1440 and 1920 px. Every Plotly chart fills its grid cell on
+first load (no window resize), the step-time breakdown shows every component, and the compare
+page keeps its result rows under "only rows that differ". The pages are photographed at
+1440 px into var/screenshots/ (git-ignored) for a person to look at.
+
+One embedded site (``manage.py serve``: SQLite, in-process worker) serves the whole module; its
+runs are started through the pages, as a user would.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import E2E_DESIGN, E2E_PASSWORD, E2E_USER, embedded_site
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "var" / "screenshots"
+WIDTHS = (1024, 1440, 1920)
+RUN_TIMEOUT_MS = 180_000
+#: How far a chart's drawn width may be from its cell's (borders, rounding).
+FILL_TOLERANCE_PX = 4
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with embedded_site(tmp_path_factory.mktemp("result-pages")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def runs(browser, site):
+    """Run URLs started through the pages: {"step", "what_if", "search", "sweep"}."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        log_in(page, site.base_url)
+        page.click(f"text={E2E_DESIGN}")
+        page.wait_for_selector("#floor-plan[data-painted]")
+        page.click("[data-new-scenario]")
+        page.wait_for_selector("form.scenario-form")
+        page.fill("#id_name", "Architect baseline")
+        page.click("text=Save scenario")
+        page.wait_for_selector("button[data-run-kind=step]")
+        scenario_url = page.url
+        out = {"step": start_run(page, scenario_url, "step")}
+        out["search"] = start_run(page, scenario_url, "search")
+        out["sweep"] = start_run(page, scenario_url, "sweep", nodes="4, 8, 16")
+        page.goto(scenario_url)
+        page.click("[data-duplicate]")
+        page.wait_for_selector("button[data-run-kind=step]")
+        page.fill("#id_straggler_spread", "0.05")
+        page.click("text=Save changes")
+        page.wait_for_selector("button[data-run-kind=step]")
+        out["what_if"] = start_run(page, page.url, "step")
+        yield out
+    except Exception as exc:
+        raise AssertionError(f"{exc}\n\npage: {page.url}\n{site.logs()}") from exc
+    finally:
+        context.close()
+
+
+def log_in(page, base: str) -> None:
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", E2E_USER)
+    page.fill("#id_password", E2E_PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/designs/$"))
+
+
+def start_run(page, scenario_url: str, kind: str, **options: str) -> str:
+    """Start a run of ``kind`` from the scenario page and wait for it to succeed; its URL."""
+    page.goto(scenario_url)
+    form = page.locator(f"form.run-form[data-kind={kind}]")
+    for name, value in options.items():
+        form.locator(f"[name={kind}-{name}]").fill(value)
+    form.locator("button[type=submit]").click()
+    page.wait_for_url(re.compile(r"/runs/\d+/$"))
+    page.wait_for_selector("#run-page[data-status=succeeded]", timeout=RUN_TIMEOUT_MS)
+    return page.url
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
+def sized(request, browser, site):
+    context = browser.new_context(viewport={"width": request.param, "height": 1000})
+    page = context.new_page()
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    log_in(page, site.base_url)
+    page.width, page.base = request.param, site.base_url
+    yield page
+    context.close()
+
+
+def chart_fill(page) -> list[dict]:
+    """Per chart: its id, the cell's inner width and the width Plotly drew."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('#charts .chart'), (el) => {
+          const svg = el.querySelector('.main-svg');
+          return {id: el.dataset.chart, cell: el.clientWidth,
+                  drawn: svg ? svg.getBoundingClientRect().width : 0};
+        })"""
+    )
+
+
+def assert_charts_fill(page, expected: int) -> None:
+    page.wait_for_selector("#charts[data-rendered]", timeout=60_000)
+    page.wait_for_timeout(300)  # any resize the observer triggers is drawn by now
+    charts = chart_fill(page)
+    assert len(charts) >= expected, charts
+    for chart in charts:
+        assert chart["cell"] > 300, chart
+        assert abs(chart["drawn"] - chart["cell"]) <= FILL_TOLERANCE_PX, f"{page.width} px: {chart}"
+
+
+def test_run_page_charts_fill_their_cells(sized, runs):
+    sized.goto(runs["step"])
+    assert_charts_fill(sized, 3)
+    # Every component of the step-time breakdown is drawn as a visible bar segment.
+    segments = sized.evaluate(
+        """() => Array.from(document.querySelectorAll('[data-chart=breakdown] .trace.bars'), (trace) => {
+          const path = trace.querySelector('.point path');
+          return path ? path.getBoundingClientRect().width : 0;
+        })"""
+    )
+    legend = sized.locator("[data-chart=breakdown] .legend .traces").count()
+    assert segments and len(segments) == legend, (segments, legend)
+    assert all(width > 0 for width in segments), segments
+    assert not sized.js_errors, sized.js_errors
+    if sized.width == 1440:
+        shot(sized, "run-step")
+
+
+def test_search_and_sweep_charts_fill_their_cells(sized, runs):
+    for kind in ("search", "sweep"):
+        sized.goto(runs[kind])
+        assert_charts_fill(sized, 1)
+        if sized.width == 1440:
+            shot(sized, f"run-{kind}")
+    assert not sized.js_errors, sized.js_errors
+
+
+def test_compare_page_charts_fill_their_cells(sized, runs):
+    ids = [re.search(r"/runs/(\d+)/", runs[k]).group(1) for k in ("step", "what_if")]
+    sized.goto(f"{sized.base}/compare/?runs={','.join(ids)}")
+    assert_charts_fill(sized, 2)
+    assert not sized.js_errors, sized.js_errors
+    if sized.width == 1440:
+        shot(sized, "compare")
