@@ -25,7 +25,10 @@ class Figure:
     """One number of a run summary as people read it.
 
     ``format`` turns the summary value into text; ``lower_is_better`` gives the compare page its
-    colours (None: a fact without a direction); ``live`` says whether status messages carry it.
+    colours (None: a fact without a direction); ``live`` says whether status messages carry it;
+    ``pick`` derives the value from the whole summary when it is not stored under ``key`` (a
+    search's best step time is its best layout's), so kinds that share a key (``step_time_s``)
+    line up on one compare row.
     """
 
     key: str
@@ -33,6 +36,11 @@ class Figure:
     format: Callable[[Any], str] = str
     lower_is_better: bool | None = None
     live: bool = True
+    pick: Callable[[dict[str, Any]], Any] | None = None
+
+    def value(self, summary: dict[str, Any]) -> Any:
+        """The figure's raw value in ``summary`` (None when absent)."""
+        return self.pick(summary) if self.pick is not None else summary.get(self.key)
 
     def text(self, value: Any) -> str:
         return self.format(value)
@@ -150,7 +158,7 @@ class RunKind:
         for figure in self.figures:
             if live_only and not figure.live:
                 continue
-            value = summary.get(figure.key)
+            value = figure.value(summary)
             if value is None:
                 continue
             out.append({"key": figure.key, "label": figure.label, "text": figure.text(value)})
@@ -158,8 +166,12 @@ class RunKind:
 
     def brief(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The raw values of the live figures and state keys (what state/status messages carry)."""
-        keys = [f.key for f in self.figures if f.live] + list(self.state_keys)
-        return {k: summary[k] for k in keys if k in summary}
+        out = {k: summary[k] for k in self.state_keys if k in summary}
+        for figure in self.figures:
+            value = figure.value(summary) if figure.live else None
+            if value is not None:
+                out[figure.key] = value
+        return out
 
     def headline(self, summary: dict[str, Any]) -> str:
         """The one figure a list of runs shows (the first figure present)."""

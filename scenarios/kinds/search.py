@@ -11,7 +11,16 @@ import numpy as np
 from django import forms
 
 from scenarios import charts
-from scenarios.kinds.base import Figure, RunKind, RunOutput, count, int_option, reject_unknown_options
+from scenarios.kinds.base import (
+    Figure,
+    RunKind,
+    RunOutput,
+    count,
+    int_option,
+    percent,
+    reject_unknown_options,
+    seconds,
+)
 
 MAX_SEARCH_TOP = 100
 DEFAULT_SEARCH_CHUNKS = 4
@@ -29,6 +38,16 @@ def _best_label(value: Any) -> str:
     return charts.layout_label(row) if isinstance(row, dict) else "—"
 
 
+def _best(key: str):
+    """The ``key`` of the best layout in a search summary (None when no layout was valid)."""
+
+    def pick(summary: dict[str, Any]) -> Any:
+        best = summary.get("best") or []
+        return best[0].get(key) if best and isinstance(best[0], dict) else None
+
+    return pick
+
+
 class SearchKind(RunKind):
     name = "search"
     label = "Layout search"
@@ -36,6 +55,9 @@ class SearchKind(RunKind):
     default_metric = "link_util"
     figures = (
         Figure("best", "Best layout", _best_label),
+        # Keyed like the step kind's figures so a search and a step run share the compare rows.
+        Figure("step_time_s", "Best step time", seconds, lower_is_better=True, pick=_best("step_time_s")),
+        Figure("mfu", "Best MFU", percent, lower_is_better=False, pick=_best("mfu")),
         Figure("candidates", "Layouts tried", count),
         Figure("valid", "Valid layouts", count),
     )

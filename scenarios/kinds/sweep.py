@@ -63,9 +63,15 @@ class SweepKind(RunKind):
     panel_template = "scenarios/kinds/sweep_panel.html"
     script = "js/kinds/sweep.js"
     figures = (
-        Figure("points", "Sweep points", count),
-        Figure("knee_gpus", "Adding GPUs stops paying at", gpus),
+        Figure("knee_gpus", "Adding GPUs stops paying at", gpus, pick=lambda s: knee_inside(s)),
+        Figure(
+            "still_scaling_gpus",
+            "Still scaling at the largest size tried",
+            gpus,
+            pick=lambda s: still_scaling(s),
+        ),
         Figure("best_time_to_train_gpus", "Fastest to train at", gpus),
+        Figure("points", "Sweep points", count),
         Figure("failed_points", "Failed points", count),
     )
 
@@ -177,6 +183,22 @@ class SweepKind(RunKind):
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []
+
+
+def _ok_gpus(summary: dict[str, Any]) -> list[int]:
+    return sorted(p["gpus"] for p in summary.get("points") or () if not p.get("error") and p.get("gpus"))
+
+
+def knee_inside(summary: dict[str, Any]) -> int | None:
+    """The knee's GPU count when the sweep found one inside its range (before its largest point)."""
+    knee, sizes = summary.get("knee_gpus"), _ok_gpus(summary)
+    return knee if knee is not None and sizes and knee < sizes[-1] else None
+
+
+def still_scaling(summary: dict[str, Any]) -> int | None:
+    """The largest size tried when every step up still paid (no knee inside the range)."""
+    sizes = _ok_gpus(summary)
+    return sizes[-1] if sizes and knee_inside(summary) is None else None
 
 
 def default_sweep_nodes(scenario, per_server: int, *, batch: str = "fixed") -> list[int]:

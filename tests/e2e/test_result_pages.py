@@ -157,3 +157,58 @@ def test_compare_page_charts_fill_their_cells(sized, runs):
     assert not sized.js_errors, sized.js_errors
     if sized.width == 1440:
         shot(sized, "compare")
+
+
+@pytest.fixture
+def wide(browser, site):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.js_errors = []
+    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+    log_in(page, site.base_url)
+    yield page
+    context.close()
+
+
+def visible_rows(page) -> list[str]:
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('[data-compare] tbody tr'))
+          .filter((tr) => tr.offsetParent !== null).map((tr) => tr.querySelector('th').textContent)"""
+    )
+
+
+def test_compare_page_compares(wide, runs):
+    """From the run page's "compare…" link (its run ticked) to a table whose results stay under
+    "only rows that differ", in words, against a baseline the user picks."""
+    step_id, what_if_id = (re.search(r"/runs/(\d+)/", runs[k]).group(1) for k in ("step", "what_if"))
+    wide.goto(runs["what_if"])
+    wide.click("text=compare…")
+    wide.wait_for_selector("[data-pick-runs]")
+    assert wide.is_checked(f"#pick-{what_if_id}") and not wide.is_checked(f"#pick-{step_id}")
+    shot(wide, "compare-pick")
+    wide.check(f"#pick-{step_id}")
+    wide.click("[data-pick-runs] button[type=submit]")
+    wide.wait_for_selector("[data-compare]")
+    header = wide.inner_text("[data-compare] thead")
+    assert f"#{what_if_id}" in header and "baseline" in header
+    table = wide.inner_text("[data-compare]")
+    assert "Straggler spread" in table and "FFN hidden size" in table and "1.0 T" in table
+    assert "job." not in table and "what_if." not in table
+    everything = visible_rows(wide)
+    wide.check("[data-only-diff]")
+    kept = visible_rows(wide)
+    assert {"Step time", "MFU", "Tokens/s", "Memory per GPU", "Straggler spread"} <= set(kept), kept
+    assert "FFN hidden size" not in kept and len(kept) < len(everything)
+    # Columns: the what-if (ticked first), then the plain run. The straggler what-if is slower.
+    step_row = wide.locator("[data-compare] tr.result", has_text="Step time").first
+    plain = step_row.locator("td").nth(1)
+    assert plain.get_attribute("data-verdict") == "better"
+    assert re.fullmatch(r"-\d+(\.\d+)? %", plain.locator(".delta").inner_text()), plain.inner_text()
+    wide.click(f"[data-make-baseline='{step_id}']")
+    wide.wait_for_selector(f"th.baseline[data-run='{step_id}']")
+    what_if = step_row.locator("td").nth(0)
+    assert what_if.get_attribute("data-verdict") == "worse"
+    assert re.fullmatch(r"\+\d+(\.\d+)? %", what_if.locator(".delta").inner_text()), what_if.inner_text()
+    assert not step_row.locator("td").nth(1).get_attribute("data-verdict")
+    assert not wide.js_errors, wide.js_errors
+    shot(wide, "compare-baseline")

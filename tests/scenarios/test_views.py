@@ -4,6 +4,7 @@ access control (another team sees nothing), the JSON the live pages read, compar
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -383,7 +384,7 @@ def test_compare_highlights_better_and_worse(client, user, scenario):
     response = client.get(reverse("scenarios:compare") + f"?runs={base.pk},{faster.pk}")
     rows = {row.label: row for row in response.context["rows"]}
     step, mfu, gpus = rows["Step time"], rows["MFU"], rows["GPUs"]
-    assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25.0%"
+    assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25 %"
     assert mfu.cells[1].verdict == "worse" and mfu.differs
     assert gpus.cells[1].delta_text == "±0 %" and not gpus.differs
     html = response.content.decode()
@@ -402,12 +403,100 @@ def test_compare_lists_settings_that_differ(client, user, scenario):
         r.label: r
         for r in client.get(reverse("scenarios:compare") + f"?runs={a.pk}&runs={b.pk}").context["rows"]
     }
-    assert rows["what_if.nic_gbps"].differs and [c.text for c in rows["what_if.nic_gbps"].cells] == [
-        "—",
-        "200.0",
-    ]
-    assert not rows["job.parallel.tp"].differs
+    assert rows["NIC speed"].differs and [c.text for c in rows["NIC speed"].cells] == ["—", "200"]
+    assert not rows["Tensor parallel (tp)"].differs
     assert rows["Step time"].cells[1].verdict == "worse"
+
+
+def test_compare_labels_settings_in_words(client, user, scenario):
+    a, b = _succeeded_run(scenario, step_time_s=1.0), _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    html = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}").content.decode()
+    assert "FFN hidden size" in html and "Global batch" in html
+    assert "job.model" not in html and "ffn_hidden" not in html
+
+
+def test_compare_keeps_result_rows_under_only_rows_that_differ(client, user, scenario):
+    """Equal results are still results: they carry the class the "only differ" filter keeps."""
+    a, b = (
+        _succeeded_run(scenario, step_time_s=1.0, mfu=0.4),
+        _succeeded_run(scenario, step_time_s=1.0, mfu=0.4),
+    )
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}")
+    rows = {row.label: row for row in response.context["rows"]}
+    assert rows["Step time"].result and not rows["Step time"].differs
+    assert not rows["Global batch"].result
+    html = response.content.decode()
+    assert re.search(r'<tr class="same result">\s*<th scope="row">Step time</th>', html)
+    css = (Path(__file__).resolve().parents[2] / "static/css/live.css").read_text()
+    assert ".compare.only-diff tr.same.setting { display: none; }" in css
+
+
+def test_compare_shows_small_changes_against_the_chosen_baseline(client, user, scenario):
+    a = _succeeded_run(scenario, step_time_s=1.0, mfu=0.400)
+    b = _succeeded_run(scenario, step_time_s=1.005, mfu=0.398)
+    c = _succeeded_run(scenario, step_time_s=0.9, mfu=0.44)
+    client.force_login(user)
+    rows = {
+        row.label: row
+        for row in client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk},{c.pk}").context["rows"]
+    }
+    assert rows["Step time"].cells[1].delta_text == "+0.5 %" and rows["Step time"].cells[1].verdict == "worse"
+    assert rows["MFU"].cells[1].delta_text == "-0.5 %" and rows["MFU"].cells[1].verdict == "worse"
+    response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk},{c.pk}&baseline={c.pk}")
+    step = {row.label: row for row in response.context["rows"]}["Step time"]
+    assert response.context["baseline"] == c
+    assert [cell.delta_text for cell in step.cells] == ["+11 %", "+12 %", ""]
+    assert [cell.verdict for cell in step.cells] == ["worse", "worse", ""]
+    html = response.content.decode()
+    assert f'data-make-baseline="{a.pk}"' in html and f'data-make-baseline="{c.pk}"' not in html
+
+
+def test_compare_link_of_a_run_pre_ticks_it(client, user, scenario):
+    mine = _succeeded_run(scenario, step_time_s=1.0)
+    other = _succeeded_run(scenario, step_time_s=2.0)
+    client.force_login(user)
+    run_html = client.get(mine.get_absolute_url()).content.decode()
+    assert f'href="{reverse("scenarios:compare")}?runs={mine.pk}"' in run_html
+    html = client.get(reverse("scenarios:compare") + f"?runs={mine.pk}").content.decode()
+    assert re.search(rf'value="{mine.pk}" id="pick-{mine.pk}" checked', html)
+    assert re.search(rf'value="{other.pk}" id="pick-{other.pk}">', html)
+
+
+def test_compare_sweep_and_search_by_their_headlines(client, user, scenario):
+    """A search lines up with a step run on step time and MFU (its best layout's); a sweep says
+    where it stops paying, or that it still scales."""
+    step = _succeeded_run(scenario, step_time_s=2.0, mfu=0.40)
+    best = {"tp": 4, "pp": 1, "dp": 16, "micro_batch": 1, "recompute": "none", "step_time_s": 1.6, "mfu": 0.5}
+    search = Run.objects.create(
+        scenario=scenario, kind="search", status=RunStatus.SUCCEEDED, summary={"best": [best], "valid": 9}
+    )
+    points = [
+        {"index": i, "gpus": g, "tokens_per_s": t, "step_time_s": 1.0, "error": ""}
+        for i, (g, t) in enumerate([(8, 100.0), (16, 190.0), (32, 200.0)])
+    ]
+    knee = Run.objects.create(
+        scenario=scenario,
+        kind="sweep",
+        status=RunStatus.SUCCEEDED,
+        summary={"points": points, "knee_gpus": 16},
+    )
+    scaling = Run.objects.create(
+        scenario=scenario,
+        kind="sweep",
+        status=RunStatus.SUCCEEDED,
+        summary={"points": points[:2], "knee_gpus": 16},
+    )
+    client.force_login(user)
+    url = reverse("scenarios:compare") + f"?runs={step.pk},{search.pk},{knee.pk},{scaling.pk}"
+    rows = {row.label: row for row in client.get(url).context["rows"]}
+    assert [c.text for c in rows["Step time"].cells] == ["2.000 s", "1.600 s", "—", "—"]
+    assert rows["Step time"].cells[1].verdict == "better" and rows["MFU"].cells[1].delta_text == "+25 %"
+    assert [c.text for c in rows["Best layout"].cells][1] == "tp4 pp1 dp16 · mb1 · none"
+    assert [c.text for c in rows["Adding GPUs stops paying at"].cells][2:] == ["16 GPUs", "—"]
+    assert [c.text for c in rows["Still scaling at the largest size tried"].cells][2:] == ["—", "16 GPUs"]
+    assert knee.headline == "16 GPUs"  # what run lists show: the knee, not the point count
 
 
 def test_new_scenario_without_a_design_lets_the_user_choose_one(client, user, design):
