@@ -15,7 +15,7 @@ import numpy as np
 
 from scenarios.choices import RunStatus
 from scenarios.kinds import registry
-from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values
+from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values, run_metric_values
 from scenarios.models import Run
 from topology.selectors import design_rack_power
 
@@ -62,9 +62,13 @@ def run_state(*, run: Run) -> dict[str, Any]:
         floats] for each run metric the run has stored}}``.
     """
     rack_values = {}
+    own_hall = not racks_aligned(run)
     if not run.is_active or run.progress > 0:
         for name in RUN_METRICS:
-            values = run_rack_values(run=run, metric=name)
+            if own_hall:
+                values = run_metric_values(name, run=run)
+            else:
+                values = run_rack_values(run=run, metric=name)
             if values is not None:
                 rack_values[name] = values
     return {**run_state_brief(run=run), "rack_values": rack_values}
@@ -144,6 +148,49 @@ def design_floor_plan_json(*, design) -> dict[str, Any]:
             "budget_kw": np.round(power.budget_kw, 2).tolist(),
             "nameplate_kw": np.round(power.nameplate_kw, 2).tolist(),
         },
+    }
+
+
+def racks_aligned(run: Run) -> bool:
+    """Whether the run's per-rack results map onto its design's racks (False when its what-if
+    built another cluster)."""
+    return (run.summary or {}).get("racks_aligned", True) is not False
+
+
+def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
+    """The hall the run simulates, in ``design_floor_plan_json``'s shape: the design's, or the
+    hall its what-if builds (known before the run finishes, so a live page draws it too; its racks
+    have no ids since they exist only in the run; run metrics only, their values come with the
+    run state; ``what_if`` True)."""
+    from django.core.exceptions import ValidationError
+
+    from scenarios.kinds.context import RunContext
+    from scenarios.sim.errors import ScenarioError
+
+    design = run.scenario.design
+    try:
+        context = RunContext.load(run)
+        plan = context.plan() if context.changes_cluster else None
+    except (ValidationError, ScenarioError):  # the scenario no longer checks: the design's hall
+        plan = None
+    if plan is None:
+        return design_floor_plan_json(design=design)
+    racks = [
+        {"id": None, "name": name, "row": int(row), "col": int(col), "kind": int(kind)}
+        for name, row, col, kind in zip(
+            plan.rack_name, plan.rack_row, plan.rack_col, plan.rack_kind, strict=True
+        )
+    ]
+    return {
+        "design": design.pk,
+        "name": f"{design.name} (what-if hall)",
+        "what_if": True,
+        "rows": int(plan.hall_rows),
+        "columns": int(plan.hall_cols),
+        "racks": racks,
+        "metrics": {n: m.describe(design=design) for n, m in METRICS.items() if m.kind == "run"},
+        "values": {},
+        "power": {"budget_kw": np.round(plan.rack_budget_kw, 2).tolist(), "nameplate_kw": []},
     }
 
 

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import condition, require_POST
 
+from scenarios.choices import RunStatus
 from scenarios.forms import ScenarioForm, ScenarioImportForm, default_job
 from scenarios.kinds import registry, run_kind
 from scenarios.models import Run, Scenario
@@ -24,6 +25,7 @@ from scenarios.selectors import (
     compare_charts,
     compare_rows,
     design_floor_plan_json,
+    run_floor_plan_json,
     run_state,
 )
 from scenarios.selectors import (
@@ -290,7 +292,8 @@ def run_detail(request, pk: int):
         "scenario": run.scenario,
         "design": design,
         "state": run_state(run=run),
-        "floor_plan": design_floor_plan_json(design=design),
+        "floor_plan": run_floor_plan_json(run=run),
+        "status_labels": dict(RunStatus.choices),
         "metric": request.GET.get("metric") or (kind.floor_metric(run) if kind else "rack_power"),
     }
     return render(request, "scenarios/run_detail.html", context)

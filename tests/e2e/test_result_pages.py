@@ -25,6 +25,10 @@ WIDTHS = (1024, 1440, 1920)
 RUN_TIMEOUT_MS = 180_000
 #: How far a chart's drawn width may be from its cell's (borders, rounding).
 FILL_TOLERANCE_PX = 4
+#: A what-if cluster twice the seeded design's 16 servers: another hall than the design's.
+HALL_NODES = 32
+NO_DATA = "#c9ced8"  # floorplan.js: racks without a value
+MAX_TILE_PX = 64  # floorplan.js: the largest rack tile
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +62,15 @@ def runs(browser, site):
         page.click("text=Save changes")
         page.wait_for_selector("button[data-run-kind=step]")
         out["what_if"] = start_run(page, page.url, "step")
+        page.goto(scenario_url)
+        page.click("[data-duplicate]")
+        page.wait_for_selector("button[data-run-kind=step]")
+        page.fill("#id_what_if_nodes", str(HALL_NODES))
+        page.fill("#id_dp", str(HALL_NODES))  # tp 8 × dp = every GPU of the bigger cluster
+        page.click("text=Save changes")
+        page.wait_for_selector("button[data-run-kind=step]")
+        assert page.locator(".errorlist").count() == 0, page.inner_text("#edit")
+        out["hall"] = start_run(page, page.url, "step")
         yield out
     except Exception as exc:
         raise AssertionError(f"{exc}\n\npage: {page.url}\n{site.logs()}") from exc
@@ -212,3 +225,69 @@ def test_compare_page_compares(wide, runs):
     assert not step_row.locator("td").nth(1).get_attribute("data-verdict")
     assert not wide.js_errors, wide.js_errors
     shot(wide, "compare-baseline")
+
+
+FLOOR_STATE = r"""() => {
+  const fp = window.twinFloorPlan, ctx = fp.canvas.getContext("2d");
+  const dpr = fp.canvas.width / fp.canvas.clientWidth;
+  const at = (x, y) =>
+    Array.from(ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data.slice(0, 3));
+  const rgb = (css) => css.startsWith("#")
+    ? [1, 3, 5].map((k) => parseInt(css.slice(k, k + 2), 16))
+    : css.match(/\d+/g).slice(0, 3).map(Number);
+  const racks = Array.from(fp.racks, (r, i) => {
+    const border = at(fp.rackX[i] + 1, fp.rackY[i] + fp.tile / 2);
+    const fill = rgb(fp.colorOf(i));
+    return {kind: fp.rackKind[i], color: fp.colorOf(i), border,
+            inked: border.reduce((s, v, k) => s + Math.abs(v - fill[k]), 0) > 40};
+  });
+  return {racks, canvas: fp.canvas.clientWidth, canvasHeight: fp.canvas.clientHeight,
+          panel: fp.root.clientWidth, tile: fp.tile};
+}"""
+
+
+def test_floor_plan_draws_the_what_if_hall_with_rack_kinds(wide, runs):
+    """A what-if with twice the servers draws the hall it builds, coloured by the run; the plan
+    fills its panel; network racks are hatched under every metric and never say "GPU type -1";
+    a network rack's links are grouped, not a panel thousands of pixels tall."""
+    wide.goto(runs["step"])
+    wide.wait_for_selector("#floor-plan[data-painted]")
+    design = wide.evaluate(FLOOR_STATE)
+    wide.goto(runs["hall"])
+    wide.wait_for_selector("#floor-plan[data-painted][data-what-if]")
+    hall = wide.evaluate(FLOOR_STATE)
+    assert len(hall["racks"]) > len(design["racks"]), (len(hall["racks"]), len(design["racks"]))
+    assert not wide.locator("[data-not-aligned]").is_hidden()
+    compute = [r for r in hall["racks"] if r["kind"] == 0]
+    assert any(r["color"] != NO_DATA for r in compute), "the what-if hall is grey"
+    shot(wide, "run-what-if-hall")
+    for plan in (design, hall):
+        # Bounded by the panel's width, the screen's height or the largest tile (a tiny hall),
+        # not a third of the panel.
+        filled = plan["canvas"] >= 0.8 * plan["panel"] or plan["canvasHeight"] >= 0.8 * (900 - 160)
+        assert filled or plan["tile"] == MAX_TILE_PX, plan
+    for metric in ("rack_power", "gpu_type", "link_util"):
+        wide.goto(runs["step"] + f"?metric={metric}")
+        wide.wait_for_selector("#floor-plan[data-painted]")
+        racks = wide.evaluate(FLOOR_STATE)["racks"]
+        network = [r for r in racks if r["kind"] == 1]
+        # Network racks carry a dark border over their colour; compute racks are plain fills.
+        assert network and all(r["inked"] for r in network), (metric, network)
+        assert not any(r["inked"] for r in racks if r["kind"] == 0), (metric, racks)
+        assert "network rack" in wide.inner_text(".fp-legend")
+    index = next(i for i, r in enumerate(racks) if r["kind"] == 1)
+    box = wide.locator("#floor-plan canvas").bounding_box()
+    tile = wide.evaluate("window.twinFloorPlan.tile")
+    x0, y0 = wide.evaluate(f"[window.twinFloorPlan.rackX[{index}], window.twinFloorPlan.rackY[{index}]]")
+    wide.goto(runs["step"] + "?metric=gpu_type")
+    wide.wait_for_selector("#floor-plan[data-painted]")
+    wide.mouse.move(box["x"] + x0 + tile / 2, box["y"] + y0 + tile / 2)
+    wide.wait_for_selector(".fp-card:not([hidden])")
+    card = wide.inner_text(".fp-card")
+    assert "network rack" in card and "-1" not in card, card
+    wide.mouse.click(box["x"] + x0 + tile / 2, box["y"] + y0 + tile / 2)
+    wide.wait_for_selector("#rack-panel:not([hidden]) [data-link-tiers]")
+    height = wide.evaluate("document.getElementById('rack-panel').getBoundingClientRect().height")
+    assert height < 2000, height
+    shot(wide, "rack-panel-network")
+    assert not wide.js_errors, wide.js_errors

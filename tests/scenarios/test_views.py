@@ -552,3 +552,19 @@ def test_the_node_limit_is_the_fabrics_own_and_stands_next_to_its_field(client, 
     assert response.status_code == 400
     block = _field_block(response.content.decode(), "what_if_nodes")
     assert "has-error" in block and "dgx-h100 nodes fit a 3-tier fabric" in block
+
+
+def test_run_page_draws_the_hall_a_what_if_builds(client, user, scenario):
+    """A what-if with twice the servers is drawn on the hall it builds, not the design's."""
+    job = default_job(gpus=NODES * 2 * 8)
+    what_if = {"nodes": NODES * 2}
+    bigger = scenario_create(design=scenario.design, name="Twice", job=job, what_if=what_if, user=user)
+    run = _succeeded_run(bigger, step_time_s=1.0, racks_aligned=False)
+    same = _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    plan = client.get(run.get_absolute_url()).context["floor_plan"]
+    design_plan = client.get(same.get_absolute_url()).context["floor_plan"]
+    assert plan["what_if"] and "what_if" not in design_plan
+    assert len(plan["racks"]) > len(design_plan["racks"])
+    assert {r["kind"] for r in plan["racks"]} == {0, 1} and all(r["id"] is None for r in plan["racks"])
+    assert set(plan["metrics"]) >= {"link_util", "slowdown"}
