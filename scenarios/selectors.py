@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from scenarios.choices import RunStatus
 from scenarios.kinds import registry
+from scenarios.kinds.base import change_text
 from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values, run_metric_values
 from scenarios.models import Run
 from topology.selectors import design_rack_power
@@ -261,17 +261,6 @@ def _compare_cell(value, base, figure, *, baseline: bool) -> CompareCell:
     lower = figure.lower_is_better
     verdict = "" if lower is None else ("better" if (change < 0) == lower else "worse")
     return CompareCell(text=text, delta_text=change_text(change), verdict=verdict)
-
-
-def change_text(change: float) -> str:
-    """A relative change as people read it: whole percent from 10 %, one decimal from 1 %, one
-    significant digit below (+0.5 %, -0.04 %), never a rounded-away "±0 %"."""
-    pct = change * 100
-    size = abs(pct)
-    if size < 0.001:
-        return f"{'+' if pct > 0 else '-'}<0.001 %"
-    digits = 0 if size >= 10 else 1 if size >= 1 else -math.floor(math.log10(size))
-    return f"{pct:+.{digits}f} %"
 
 
 def _flat(prefix: str, data: Any) -> dict[str, Any]:

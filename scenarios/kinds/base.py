@@ -9,6 +9,7 @@ the stream and the pages read the registry (``scenarios.kinds``) and never name 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -106,6 +107,8 @@ class RunKind:
     panel_template, script : str or None
         A template drawn on the run page's side and a JS module (static path) handling its live
         messages, for kinds that draw something new.
+    results_template : str or None
+        A template drawn above the result charts of a finished run, given ``results_context``.
     """
 
     name: ClassVar[str]
@@ -115,6 +118,7 @@ class RunKind:
     default_metric: ClassVar[str] = "rack_power"
     state_keys: ClassVar[tuple[str, ...]] = ()
     panel_template: ClassVar[str | None] = None
+    results_template: ClassVar[str | None] = None
     script: ClassVar[str | None] = None
 
     # --- options ------------------------------------------------------------------------------
@@ -190,6 +194,10 @@ class RunKind:
         """The floor-plan metric the run page opens with."""
         return self.default_metric
 
+    def results_context(self, run) -> dict[str, Any]:
+        """Template context of ``results_template`` (a finished run's summary, shaped)."""
+        return {}
+
     def page_context(self, run) -> dict[str, Any]:
         """Extra template context of ``panel_template``."""
         return {}
@@ -218,3 +226,14 @@ def gpus(value: int) -> str:
 
 def duration_days(value: float) -> str:
     return f"{value:.1f} days" if value >= 1 else f"{value * 24:.1f} hours"
+
+
+def change_text(change: float) -> str:
+    """A relative change as people read it: whole percent from 10 %, one decimal from 1 %, one
+    significant digit below (+0.5 %, -0.04 %), never a rounded-away "±0 %"."""
+    pct = change * 100
+    size = abs(pct)
+    if size < 0.001:
+        return f"{'+' if pct > 0 else '-'}<0.001 %"
+    digits = 0 if size >= 10 else 1 if size >= 1 else -math.floor(math.log10(size))
+    return f"{pct:+.{digits}f} %"

@@ -26,7 +26,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
 )
 from scenarios.scenario_file import is_generated
-from scenarios.sim.errors import preview
+from scenarios.sim.errors import ScenarioError, preview
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768
@@ -146,6 +146,12 @@ class SweepKind(RunKind):
         arithmetic on the chunk results, the same for any chunking)."""
         points = sorted((p for r in results for p in r["points"]), key=lambda p: p["index"])
         ok = [p for p in points if not p["error"]]
+        if points and not ok:  # nothing to show: the run failed, saying why each point did
+            raise ScenarioError(
+                "every sweep point failed: "
+                + "; ".join(f"{p.get('nodes', '?')} nodes: {p['error']}" for p in points[:8])
+                + (f"; … {len(points) - 8} more" if len(points) > 8 else "")
+            )
         knee = best = None
         if ok:
             base = ok[0]
@@ -178,8 +184,9 @@ class SweepKind(RunKind):
     # --- showing --------------------------------------------------------------------------------
 
     def charts(self, run) -> list[dict[str, Any]]:
-        points = (run.summary or {}).get("points") or []
-        return [charts.chart("scaling", "Scaling curve", charts.scaling_figure(points))]
+        summary = run.summary or {}
+        figure = charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
+        return [charts.chart("scaling", "Scaling curve", figure)]
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []

@@ -75,7 +75,11 @@ const live = new LiveSocket(`/ws/runs/${initial.id}/`, {
   close: (info) => { socketState.textContent = info.willRetry ? "reconnecting…" : (isTerminal(status) ? "" : "offline"); },
   state: (msg) => applyState(msg.run),
   // A worker's last progress can arrive after the cancel: a final status keeps its stage.
-  progress: (msg) => { if (!isTerminal(status)) setProgress(msg.progress, msg.stage); },
+  progress: (msg) => {
+    if (isTerminal(status)) return;
+    if (status === "queued") setStatus("running"); // the worker started: progress says so first
+    setProgress(msg.progress, msg.stage);
+  },
   partial: (msg) => {
     if (msg.values) floor.setValues(msg.metric, msg.values);
     kind.partial?.(msg);

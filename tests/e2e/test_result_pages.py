@@ -52,7 +52,7 @@ def runs(browser, site):
         page.click("text=Save scenario")
         page.wait_for_selector("button[data-run-kind=step]")
         scenario_url = page.url
-        out = {"step": start_run(page, scenario_url, "step")}
+        out = {"scenario": scenario_url, "step": start_run(page, scenario_url, "step")}
         out["search"] = start_run(page, scenario_url, "search")
         out["sweep"] = start_run(page, scenario_url, "sweep", nodes="4, 8, 16")
         page.goto(scenario_url)
@@ -161,6 +161,24 @@ def test_search_and_sweep_charts_fill_their_cells(sized, runs):
         if sized.width == 1440:
             shot(sized, f"run-{kind}")
     assert not sized.js_errors, sized.js_errors
+
+
+def test_search_recommends_a_layout_to_apply(wide, runs):
+    """The search's table lists distinct layouts (variants folded) with why each wins, and
+    "Apply this layout" saves it as a what-if scenario ready to run."""
+    wide.goto(runs["search"])
+    table = wide.locator("[data-search-results]")
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 2
+    times = [rows.nth(i).get_attribute("data-step-time") for i in range(rows.count())]
+    assert len(set(times)) == len(times), times  # one row per distinct prediction
+    assert " s " in rows.first.locator("td").nth(6).inner_text()  # why it wins: seconds saved
+    label = rows.first.locator("td").nth(1).locator("b").inner_text()
+    rows.first.locator("[data-apply-layout]").click()
+    wide.wait_for_selector("button[data-run-kind=step]")
+    assert label in wide.inner_text("h1") and "Saved the layout" in wide.inner_text(".messages")
+    shot(wide, "search-applied")
+    assert not wide.js_errors, wide.js_errors
 
 
 def test_compare_page_charts_fill_their_cells(sized, runs):
@@ -290,4 +308,33 @@ def test_floor_plan_draws_the_what_if_hall_with_rack_kinds(wide, runs):
     height = wide.evaluate("document.getElementById('rack-panel').getBoundingClientRect().height")
     assert height < 2000, height
     shot(wide, "rack-panel-network")
+    assert not wide.js_errors, wide.js_errors
+
+
+def test_cancel_reads_cancelled_live_and_after_a_reload(wide, runs):
+    """The badge and the stage say "Cancelled"/"cancelled" once the cancel lands, stay so when
+    the worker's last progress arrives late, and read the same after a reload."""
+    wide.goto(runs["scenario"])
+    wide.click("[data-duplicate]")
+    wide.wait_for_selector("button[data-run-kind=step]")
+    # 1e6 straggler steps: a run of several seconds, time to cancel it (as test_live_flow).
+    wide.fill("#id_straggler_spread", "0.05")
+    wide.fill("#id_what_if_steps", "1000000")
+    wide.click("text=Save changes")
+    wide.wait_for_selector("button[data-run-kind=step]")
+    wide.click("button[data-run-kind=step]")
+    wide.wait_for_url(re.compile(r"/runs/\d+/$"))
+    wide.wait_for_function("window.twinLive && window.twinLive.stats.opened >= 1", timeout=30_000)
+    assert wide.get_attribute("#run-page", "data-status") in ("queued", "running")
+    # A script click: the live progress text must not make the pointer miss a moving button.
+    wide.eval_on_selector("[data-cancel-form] button", "(button) => button.click()")
+    wide.wait_for_selector("#run-page[data-status=cancelled]", timeout=30_000)
+    wide.wait_for_timeout(1500)  # any progress the worker sent before it noticed
+    live = (wide.inner_text("[data-status].status"), wide.inner_text("[data-stage]"))
+    assert live == ("Cancelled", "cancelled"), live
+    assert wide.locator("[data-cancel-form]").is_hidden()
+    wide.reload()
+    wide.wait_for_selector("#run-page[data-status=cancelled]")
+    assert (wide.inner_text("[data-status].status"), wide.inner_text("[data-stage]")) == live
+    shot(wide, "run-cancelled")
     assert not wide.js_errors, wide.js_errors

@@ -568,3 +568,63 @@ def test_run_page_draws_the_hall_a_what_if_builds(client, user, scenario):
     assert len(plan["racks"]) > len(design_plan["racks"])
     assert {r["kind"] for r in plan["racks"]} == {0, 1} and all(r["id"] is None for r in plan["racks"])
     assert set(plan["metrics"]) >= {"link_util", "slowdown"}
+
+
+def test_scenario_list_and_design_panel_are_paged(client, user, scenario):
+    from scenarios import views
+
+    for i in range(views.SCENARIOS_PER_PAGE):
+        scenario_create(design=scenario.design, name=f"S{i}", job=scenario.job, what_if={}, user=user)
+    for _ in range(views.PANEL_RUNS_PER_PAGE + 2):
+        _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    first = client.get(reverse("scenarios:scenario-list"))
+    assert len(first.context["page"].object_list) == views.SCENARIOS_PER_PAGE
+    html = first.content.decode()
+    assert f"1–{views.SCENARIOS_PER_PAGE} of {views.SCENARIOS_PER_PAGE + 1}" in html
+    assert 'href="?page=2"' in html
+    second = client.get(reverse("scenarios:scenario-list") + "?page=2")
+    assert [s.name for s in second.context["page"]] == ["Baseline"]  # the oldest
+    assert second.context["page"][0].run_count == views.PANEL_RUNS_PER_PAGE + 2
+    only = client.get(reverse("scenarios:scenario-list") + f"?design={scenario.design.pk}").context["design"]
+    assert only == scenario.design
+    panel = reverse("scenarios:design-panel", args=[scenario.design.pk])
+    html = client.get(panel).content.decode()
+    assert html.count('<tr><td><a href="/scenarios/') == views.PANEL_SCENARIOS_PER_PAGE
+    assert 'href="?runs_page=2" data-panel-page' in html
+    older = client.get(panel + "?runs_page=2").context["runs"]
+    assert len(older.object_list) == 2
+
+
+def test_apply_this_layout_saves_a_what_if_scenario_with_it(client, user, scenario):
+    best = {
+        "tp": 4,
+        "pp": 2,
+        "dp": 8,
+        "cp": 1,
+        "ep": 1,
+        "vpp": 1,
+        "micro_batch": 2,
+        "recompute": "selective",
+        "zero": 1,
+        "step_time_s": 0.5,
+        "mfu": 0.5,
+        "memory_gib_per_gpu": 20.0,
+        "breakdown": {"compute": 0.4},
+    }
+    own = {**best, "tp": 8, "pp": 1, "step_time_s": 0.6, "breakdown": {"compute": 0.4, "tp": 0.2}}
+    search = Run.objects.create(
+        scenario=scenario, kind="search", status=RunStatus.SUCCEEDED, summary={"best": [best], "own": own}
+    )
+    client.force_login(user)
+    html = client.get(search.get_absolute_url()).content.decode()
+    assert "data-search-results" in html and 'data-apply-layout="0"' in html
+    assert "-0.200 s Tensor-parallel comm." in html and "-17 %" in html
+    response = client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "0"})
+    applied = Scenario.objects.exclude(pk=scenario.pk).get()
+    assert response["Location"] == applied.get_absolute_url()
+    assert applied.job["parallel"] == {"tp": 4, "pp": 2, "dp": 8}
+    assert (applied.job["micro_batch"], applied.job["recompute"], applied.job["zero"]) == (2, "selective", 1)
+    assert applied.job["model"] == scenario.job["model"] and "tp4 pp2 dp8" in applied.name
+    response = client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "7"})
+    assert response.status_code == 302 and Scenario.objects.count() == 2
