@@ -338,3 +338,25 @@ def test_cancel_reads_cancelled_live_and_after_a_reload(wide, runs):
     assert (wide.inner_text("[data-status].status"), wide.inner_text("[data-stage]")) == live
     shot(wide, "run-cancelled")
     assert not wide.js_errors, wide.js_errors
+
+
+def test_new_scenario_starts_from_a_model_preset(wide, site):
+    """Picking "Llama 3 70B" fills the model inputs (they stay editable) and names the source;
+    large numbers read with their prefix; the saved scenario keeps the preset and the override."""
+    wide.click(f"text={E2E_DESIGN}")
+    wide.click("[data-new-scenario]")
+    wide.wait_for_selector("form.scenario-form")
+    assert "≈ 1.0 T" in wide.inner_text("[data-number-hint=tokens]")
+    wide.select_option("#id_preset", "llama3-70b")
+    model = ("layers", "hidden", "kv_heads", "ffn_hidden")
+    filled = {name: wide.input_value(f"#id_{name}") for name in model}
+    assert filled == {"layers": "80", "hidden": "8192", "kv_heads": "8", "ffn_hidden": "28672"}
+    assert "Llama 3 Herd of Models" in wide.inner_text("[data-preset-source]")
+    wide.fill("#id_seq_len", "4096")
+    wide.fill("#id_name", "Llama 3 70B on the slice")
+    shot(wide, "scenario-new")
+    wide.click("text=Save scenario")
+    wide.wait_for_selector("button[data-run-kind=step]")
+    saved = {name: wide.input_value(f"#id_{name}") for name in ("preset", "layers", "seq_len")}
+    assert saved == {"preset": "llama3-70b", "layers": "80", "seq_len": "4096"}
+    assert not wide.js_errors, wide.js_errors

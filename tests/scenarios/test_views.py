@@ -628,3 +628,36 @@ def test_apply_this_layout_saves_a_what_if_scenario_with_it(client, user, scenar
     assert applied.job["model"] == scenario.job["model"] and "tp4 pp2 dp8" in applied.name
     response = client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "7"})
     assert response.status_code == 302 and Scenario.objects.count() == 2
+
+
+def test_model_presets_fill_the_form_and_expand_in_the_file_format(client, user, design):
+    from scenarios.services import scenario_from_yaml
+    from scenarios.sim.presets import MODEL_PRESETS
+
+    client.force_login(user)
+    html = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").content.decode()
+    for label in ("GPT-3 175B", "Llama 3 8B", "Llama 3 70B", "Llama 3 405B", "Mixtral 8×7B", "DeepSeek-V3"):
+        assert label in html, label
+    assert 'id="model-presets"' in html and "Llama 3 Herd of Models" in html
+    assert all(p.source for p in MODEL_PRESETS.values())
+    text = f"""
+version: 1
+name: preset file
+cluster: {{generator: rail-optimized, server: dgx-h100, nodes: {NODES}}}
+job:
+  model: {{preset: llama3-70b, seq_len: 4096}}
+  global_batch: 64
+  micro_batch: 1
+  parallel: {{tp: 8, pp: 4, dp: 2}}
+what_if: {{nodes: {NODES}}}
+"""
+    scenario = scenario_from_yaml(text=text, design=design, user=user)
+    assert scenario.job["model"]["preset"] == "llama3-70b" and scenario.what_if == {"nodes": NODES}
+    page = client.get(scenario.get_absolute_url())
+    assert page.status_code == 200
+    form = page.context["form"]
+    assert form["preset"].value() == "llama3-70b" and str(form["seq_len"].value()) == "4096"
+    from scenarios.sim.scenario import _parse_model
+
+    model = _parse_model(scenario.job["model"])
+    assert (model.layers, model.hidden, model.kv_heads, model.seq_len) == (80, 8192, 8, 4096)
