@@ -1,6 +1,6 @@
 # One image for the web (daphne) and worker (celery) services of docker-compose.yml.
 FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 STATIC_COLLECTED=1
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY twin ./twin

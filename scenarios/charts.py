@@ -209,6 +209,8 @@ def timeline_figure(timeline) -> go.Figure:
             yaxis={"title": {"text": "pipeline stage"}, "autorange": "reversed", "type": "category"},
             height=max(300, 22 * stages.size + 140),
             bargap=0.15,
+            # Below the axis title whatever the row count (paper units shrink with few stages).
+            legend={"orientation": "h", "y": -0.1 - 60 / max(160, 22 * stages.size)},
         )
     )
     rows = kind[stages]
@@ -234,13 +236,16 @@ def timeline_figure(timeline) -> go.Figure:
 # --- sweep and search -------------------------------------------------------------------------------
 
 
-def scaling_figure(points: Sequence[dict[str, Any]]) -> go.Figure:
+def scaling_figure(points: Sequence[dict[str, Any]], knee_gpus: int | None = None) -> go.Figure:
     """Time to train (or step time) and per-GPU scaling efficiency against GPU count.
 
-    Efficiency is tokens/s per GPU relative to the smallest point; the knee (where the marginal
-    GPUs deliver less than half their share) is marked when the sweep found one.
+    Efficiency is tokens/s per GPU relative to the smallest point. ``knee_gpus`` (a knee found
+    inside the range: the marginal GPUs deliver less than half their share) is marked; without
+    one the title says the cluster still scales. Points of one GPU count appear once; the log
+    axis is ticked at the sizes tried ("1,024"), not at powers of ten.
     """
-    ok = sorted((p for p in points if not p.get("error") and p.get("gpus")), key=lambda p: p["gpus"])
+    by_gpus = {p["gpus"]: p for p in points if not p.get("error") and p.get("gpus")}
+    ok = [by_gpus[g] for g in sorted(by_gpus)]
     gpus = [p["gpus"] for p in ok]
     use_ttt = all(p.get("time_to_train_days") for p in ok) and ok
     y_main = [p["time_to_train_days"] if use_ttt else p.get("step_time_s") for p in ok]
@@ -248,20 +253,37 @@ def scaling_figure(points: Sequence[dict[str, Any]]) -> go.Figure:
     if ok and any(e is None for e in efficiency):
         per_gpu = [p.get("tokens_per_s", 0.0) / p["gpus"] for p in ok]
         efficiency = [v / per_gpu[0] if per_gpu[0] else None for v in per_gpu]
+    top = max([1.0, *(e for e in efficiency if e is not None)]) * 1.05
+    title = (
+        f"Scaling: adding GPUs stops paying at {knee_gpus:,}"
+        if knee_gpus
+        else "Scaling: still scaling at the largest size tried"
+    )
     figure = go.Figure(
         layout=_layout(
-            "Scaling: where adding GPUs stops paying",
-            xaxis={"title": {"text": "GPUs"}, "type": "log", "gridcolor": "#eee"},
+            title,
+            xaxis={
+                "title": {"text": "GPUs"},
+                "type": "log",
+                "gridcolor": "#eee",
+                "tickvals": gpus,
+                "ticktext": [f"{g:,}" for g in gpus],
+            },
             yaxis={
                 "title": {"text": "time to train (days)" if use_ttt else "step time (s)"},
                 "gridcolor": "#eee",
+                "rangemode": "tozero",
             },
             yaxis2={
                 "title": {"text": "per-GPU efficiency"},
                 "overlaying": "y",
                 "side": "right",
                 "tickformat": ".0%",
-                "range": [0, 1.05],
+                "range": [0, top],
+                "tickmode": "linear",
+                "tick0": 0,
+                "dtick": 0.25,
+                "showgrid": False,
             },
         )
     )
@@ -285,17 +307,53 @@ def scaling_figure(points: Sequence[dict[str, Any]]) -> go.Figure:
             marker_color=PALETTE[1],
         )
     )
+    if knee_gpus:
+        figure.add_vline(
+            x=knee_gpus,
+            line_dash="dash",
+            line_color="#b00020",
+            annotation_text=f"knee {knee_gpus:,}",
+            annotation_position="top",
+        )
     return figure
 
 
+#: Relative step-time difference under which two layouts predict the same (one bar).
+SAME_STEP_TIME = 1e-6
+SEARCH_BARS = 20
+
+
 def search_figure(best: Sequence[dict[str, Any]]) -> go.Figure:
-    """Layout-search ranking: step time of the fastest layouts (fastest on top), colored by MFU."""
-    rows = list(best)[:20]
-    labels = [layout_label(r) for r in rows]
+    """Layout-search ranking: step time of the fastest distinct layouts (fastest on top), colored
+    by MFU. Layouts predicting the same step time share a bar ("+2 same"); the step-time axis
+    spans the bars' values (not from 0, where 20 near-equal bars look identical) and the MFU
+    scale spans the MFUs shown, ticked to a tenth of a percent."""
+    rows: list[dict[str, Any]] = []
+    same: list[int] = []
+    for row in best:
+        if rows and abs(row["step_time_s"] - rows[-1]["step_time_s"]) <= SAME_STEP_TIME * row["step_time_s"]:
+            same[-1] += 1
+            continue
+        if len(rows) == SEARCH_BARS:
+            break
+        rows.append(row)
+        same.append(0)
+    labels = [layout_label(r) + (f" (+{n} same)" if n else "") for r, n in zip(rows, same, strict=True)]
+    times = [float(r.get("step_time_s") or 0.0) for r in rows]
+    mfus = [float(r.get("mfu") or 0.0) for r in rows]
+    lo, hi = (min(times), max(times)) if times else (0.0, 1.0)
+    pad = max((hi - lo) * 0.15, hi * 0.02, 1e-6)
+    m_lo, m_hi = (min(mfus), max(mfus)) if mfus else (0.0, 1.0)
+    if m_hi - m_lo < 0.002:
+        m_lo, m_hi = m_lo - 0.001, m_hi + 0.001
     figure = go.Figure(
         layout=_layout(
             "Layout search: fastest layouts",
-            xaxis={"title": {"text": "step time (s)"}, "gridcolor": "#eee"},
+            xaxis={
+                "title": {"text": "step time (s)"},
+                "gridcolor": "#eee",
+                "range": [max(0.0, lo - pad), hi + pad],
+            },
             yaxis={"automargin": True, "autorange": "reversed"},
             height=max(340, 22 * len(rows) + 120),
         )
@@ -303,13 +361,15 @@ def search_figure(best: Sequence[dict[str, Any]]) -> go.Figure:
     figure.add_trace(
         go.Bar(
             y=labels,
-            x=[r.get("step_time_s") for r in rows],
+            x=times,
             orientation="h",
             marker={
-                "color": [r.get("mfu", 0.0) for r in rows],
+                "color": mfus,
                 "colorscale": "Viridis",
+                "cmin": m_lo,
+                "cmax": m_hi,
                 "showscale": True,
-                "colorbar": {"title": {"text": "MFU"}, "tickformat": ".0%"},
+                "colorbar": {"title": {"text": "MFU"}, "tickformat": ".1%", "nticks": 5},
             },
             customdata=[[r.get("mfu", 0.0), r.get("memory_gib_per_gpu", 0.0)] for r in rows],
             hovertemplate=(

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.sim import failures_spec, power_spec, schema
 from scenarios.sim.fields import Field, Section
+from scenarios.sim.presets import MODEL_PRESETS
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
 #: only when one of its inputs is filled in.
@@ -79,6 +80,14 @@ def _help(field: Field) -> str:
     return " · ".join(parts)
 
 
+def _input_number(value: Any) -> Any:
+    """A float as a number input shows it: whole numbers without ".0", large ones in exponent
+    form ("1e12" tokens, not "1000000000000.0"; the page adds "≈ 1.0 T" beside it)."""
+    if not isinstance(value, float) or not value.is_integer():
+        return value
+    return f"{value:.6g}".replace("e+", "e") if abs(value) >= 1e9 else int(value)
+
+
 def _default_label(field: Field) -> str:
     return f"default ({field.default})" if field.default not in (None, "", ()) else "default"
 
@@ -90,6 +99,9 @@ def form_field(field: Field, *, catalog_choices: dict[str, list[str]]) -> forms.
         return forms.IntegerField(**common)
     if field.kind == "float":
         return forms.FloatField(**common)
+    if field.kind == "choice" and field.key == "preset":
+        presets = [(slug, preset.label) for slug, preset in MODEL_PRESETS.items()]
+        return forms.ChoiceField(choices=[("", "none: enter the model below"), *presets], **common)
     if field.kind == "choice":
         return forms.ChoiceField(
             choices=[("", _default_label(field)), *((c, c) for c in field.choices)], **common
@@ -114,6 +126,17 @@ class ScenarioForm(forms.Form):
         for name, field in FIELD_SPECS.items():
             self.fields[name] = form_field(field, catalog_choices=catalog_choices or {})
             self.fields[name].widget.attrs["data-path"] = FIELD_PATHS[name]
+
+    def presets(self) -> dict[str, dict[str, Any]]:
+        """``{slug: {"source", "fields": {input name: value}}}``: what picking a model preset
+        fills in on the page (the inputs stay editable; the file format expands the same preset)."""
+        out = {}
+        for slug, preset in MODEL_PRESETS.items():
+            flat = {f"job.model.{k}": v for k, v in preset.model.items() if k != "moe"}
+            flat |= {f"job.model.moe.{k}": v for k, v in (preset.model.get("moe") or {}).items()}
+            fields = {PATH_FIELDS[path]: value for path, value in flat.items() if path in PATH_FIELDS}
+            out[slug] = {"source": preset.source, "fields": fields}
+        return out
 
     def fieldsets(self):
         """(legend, [bound fields]) for the template, one per section."""
@@ -186,7 +209,7 @@ class ScenarioForm(forms.Form):
                 value = flat[path]
                 if spec.kind == "indices":
                     value = ", ".join(str(v) for v in value)
-                initial[field_name] = value
+                initial[field_name] = _input_number(value) if spec.kind == "float" else value
             elif spec.kind == "bool":
                 initial[field_name] = spec.default
         return initial

@@ -14,7 +14,9 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
+from django.views.decorators.http import require_POST
 
+from scenarios import charts
 from scenarios.models import Run, Scenario
 from scenarios.services import run_delete, scenario_delete
 from scenarios.services.designs import design_export_yaml, design_import_yaml
@@ -158,3 +160,38 @@ def run_delete_view(request, pk: int):
         "cancel_url": run.get_absolute_url(),
     }
     return render(request, "scenarios/confirm_delete.html", context)
+
+
+@login_required
+@require_POST
+def search_apply_view(request, pk: int):
+    """Save the layout ``layout`` (an index into the search's best layouts) as a what-if
+    scenario of the searched one, and open it (ready to run its step time)."""
+    from scenarios.kinds.search import layout_job
+    from scenarios.services import scenario_create
+
+    run = get_object_or_404(restrict(Run.objects, request.user, VIEW).select_related("scenario"), pk=pk)
+    require(run.scenario.design, request.user, CHANGE)
+    best = ((run.summary or {}).get("best") or []) if run.kind == "search" else []
+    try:
+        row = best[int(request.POST.get("layout", ""))]
+    except (ValueError, IndexError):
+        messages.error(request, "This run has no such layout to apply.")
+        return redirect(run)
+    source = run.scenario
+    try:
+        scenario = scenario_create(
+            design=source.design,
+            name=f"{source.name} · {charts.layout_label(row)}"[:120],
+            description=f"Layout found by layout search #{run.pk} of {source.name!r}.",
+            job=layout_job(source.job, row),
+            what_if=source.what_if,
+            failures=source.failures,
+            power=source.power,
+            user=request.user,
+        )
+    except ValidationError as exc:
+        messages.error(request, f"That layout could not be saved: {'; '.join(exc.messages)}")
+        return redirect(run)
+    messages.success(request, f"Saved the layout as {scenario.name!r}: run it to see its step time.")
+    return redirect(scenario)

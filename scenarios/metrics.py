@@ -192,6 +192,7 @@ def _run_rack_array(name: str) -> Callable[..., np.ndarray | None]:
         return values.astype(float)
 
     compute.__doc__ = f"The run's stored ``{name}`` array, (R,), or None."
+    compute.array_name = name  # what run_metric_values reads on a what-if's own hall
     return compute
 
 
@@ -313,6 +314,14 @@ def metric_values(name: str, *, design, run=None, decimals: int = 3) -> list[flo
     if values is None:
         return None
     return rack_list(values, decimals)
+
+
+def run_metric_values(name: str, *, run, decimals: int = 3) -> list[float] | None:
+    """A run metric's per-rack values as the run stored them, on whatever hall it simulated (a
+    what-if that changes the cluster stores arrays over the racks it builds, not the design's)."""
+    array = getattr(METRICS[name].compute, "array_name", None)
+    values = run_array(run=run, name=array) if array else None
+    return None if values is None else rack_list(values.astype(float), decimals)
 
 
 def rack_list(values, decimals: int = 3) -> list[float | None]:

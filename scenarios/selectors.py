@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from scenarios.choices import RunStatus
 from scenarios.kinds import registry
-from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values
+from scenarios.kinds.base import change_text
+from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values, run_metric_values
 from scenarios.models import Run
 from topology.selectors import design_rack_power
 
@@ -60,9 +62,13 @@ def run_state(*, run: Run) -> dict[str, Any]:
         floats] for each run metric the run has stored}}``.
     """
     rack_values = {}
+    own_hall = not racks_aligned(run)
     if not run.is_active or run.progress > 0:
         for name in RUN_METRICS:
-            values = run_rack_values(run=run, metric=name)
+            if own_hall:
+                values = run_metric_values(name, run=run)
+            else:
+                values = run_rack_values(run=run, metric=name)
             if values is not None:
                 rack_values[name] = values
     return {**run_state_brief(run=run), "rack_values": rack_values}
@@ -145,12 +151,55 @@ def design_floor_plan_json(*, design) -> dict[str, Any]:
     }
 
 
+def racks_aligned(run: Run) -> bool:
+    """Whether the run's per-rack results map onto its design's racks (False when its what-if
+    built another cluster)."""
+    return (run.summary or {}).get("racks_aligned", True) is not False
+
+
+def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
+    """The hall the run simulates, in ``design_floor_plan_json``'s shape: the design's, or the
+    hall its what-if builds (known before the run finishes, so a live page draws it too; its racks
+    have no ids since they exist only in the run; run metrics only, their values come with the
+    run state; ``what_if`` True)."""
+    from django.core.exceptions import ValidationError
+
+    from scenarios.kinds.context import RunContext
+    from scenarios.sim.errors import ScenarioError
+
+    design = run.scenario.design
+    try:
+        context = RunContext.load(run)
+        plan = context.plan() if context.changes_cluster else None
+    except (ValidationError, ScenarioError):  # the scenario no longer checks: the design's hall
+        plan = None
+    if plan is None:
+        return design_floor_plan_json(design=design)
+    racks = [
+        {"id": None, "name": name, "row": int(row), "col": int(col), "kind": int(kind)}
+        for name, row, col, kind in zip(
+            plan.rack_name, plan.rack_row, plan.rack_col, plan.rack_kind, strict=True
+        )
+    ]
+    return {
+        "design": design.pk,
+        "name": f"{design.name} (what-if hall)",
+        "what_if": True,
+        "rows": int(plan.hall_rows),
+        "columns": int(plan.hall_cols),
+        "racks": racks,
+        "metrics": {n: m.describe(design=design) for n, m in METRICS.items() if m.kind == "run"},
+        "values": {},
+        "power": {"budget_kw": np.round(plan.rack_budget_kw, 2).tolist(), "nameplate_kw": []},
+    }
+
+
 # --- comparison ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class CompareCell:
-    """One run's value in a comparison row, with its change against the first run."""
+    """One run's value in a comparison row, with its change against the baseline run."""
 
     text: str
     delta_text: str = ""
@@ -159,50 +208,59 @@ class CompareCell:
 
 @dataclass(frozen=True)
 class CompareRow:
+    """One row of the compare page: a result figure (``result``) or a scenario setting."""
+
     label: str
     cells: list[CompareCell]
     differs: bool
     numeric: bool = True
+    result: bool = False
 
 
-#: Relative change under which two values count as equal.
-SAME_WITHIN = 0.005
+#: Relative change under which two results count as equal (float noise, not a real change).
+SAME_WITHIN = 1e-9
 
 
-def compare_rows(runs: list[Run]) -> list[CompareRow]:
-    """The figures of the runs' kinds with their change against the first run (the baseline),
-    then the settings (job and what-if) that differ between the runs' scenarios."""
+def compare_rows(runs: list[Run], baseline: Run | None = None) -> list[CompareRow]:
+    """The figures of the runs' kinds with their change against ``baseline`` (default the first
+    run), then the settings (job and what-if) of the runs' scenarios. Figures of kinds that share
+    a key (a search's best step time and a step run's) share a row."""
     kinds = registry()
-    figures = {}
+    base_index = runs.index(baseline) if baseline in runs else 0
+    figures: dict[str, dict[str, Any]] = {}
     for run in runs:
         spec = kinds.get(run.kind)
         for figure in spec.figures if spec is not None else ():
-            figures.setdefault(figure.key, figure)
+            figures.setdefault(figure.key, {})[run.kind] = figure
     rows = []
-    for key, figure in figures.items():
-        values = [(r.summary or {}).get(key) for r in runs]
+    for by_kind in figures.values():
+        first = next(iter(by_kind.values()))
+        values = [by_kind[r.kind].value(r.summary or {}) if r.kind in by_kind else None for r in runs]
         if all(v is None for v in values):
             continue
-        base = values[0]
-        cells = [_compare_cell(v, base, figure, first=i == 0) for i, v in enumerate(values)]
-        differs = any(c.verdict or (c.delta_text and c.delta_text != "±0 %") for c in cells[1:])
-        rows.append(CompareRow(label=figure.label, cells=cells, differs=differs))
+        base = values[base_index]
+        cells = [
+            _compare_cell(v, base, by_kind.get(r.kind, first), baseline=i == base_index)
+            for i, (r, v) in enumerate(zip(runs, values, strict=True))
+        ]
+        differs = len({c.text for c in cells}) > 1
+        rows.append(CompareRow(label=first.label, cells=cells, differs=differs, result=True))
     return rows + _setting_rows(runs)
 
 
-def _compare_cell(value, base, figure, *, first: bool) -> CompareCell:
+def _compare_cell(value, base, figure, *, baseline: bool) -> CompareCell:
     if value is None:
         return CompareCell(text="—")
     text = figure.text(value)
     numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if first or not numeric or not isinstance(base, int | float) or base == 0:
+    if baseline or not numeric or not isinstance(base, int | float) or isinstance(base, bool) or base == 0:
         return CompareCell(text=text)
     change = (value - base) / abs(base)
     if abs(change) < SAME_WITHIN:
         return CompareCell(text=text, delta_text="±0 %")
     lower = figure.lower_is_better
     verdict = "" if lower is None else ("better" if (change < 0) == lower else "worse")
-    return CompareCell(text=text, delta_text=f"{change:+.1%}", verdict=verdict)
+    return CompareCell(text=text, delta_text=change_text(change), verdict=verdict)
 
 
 def _flat(prefix: str, data: Any) -> dict[str, Any]:
@@ -212,6 +270,46 @@ def _flat(prefix: str, data: Any) -> dict[str, Any]:
             out.update(_flat(f"{prefix}.{key}" if prefix else str(key), value))
         return out
     return {prefix: data}
+
+
+@functools.cache
+def setting_labels() -> dict[str, str]:
+    """Scenario path -> what the scenario form calls it ("job.model.ffn_hidden" -> "FFN hidden
+    size"); a label two sections share is prefixed by its section ("What if: Server type")."""
+    from scenarios.forms import FORM_SECTIONS
+
+    fields = [(section, field) for section in FORM_SECTIONS for field in section.fields]
+    uses: dict[str, int] = {}
+    for _, field in fields:
+        uses[field.label] = uses.get(field.label, 0) + 1
+    labels = {
+        f"{s.path}.{f.key}": f.label if uses[f.label] == 1 else f"{s.label}: {f.label}" for s, f in fields
+    }
+    return labels | {"kind": "Run kind", "design": "Design"}
+
+
+def setting_label(path: str) -> str:
+    """The human label of a scenario path; unknown paths read as words ("Ffn hidden")."""
+    known = setting_labels().get(path)
+    return known or path.rsplit(".", 1)[-1].replace("_", " ").capitalize()
+
+
+def setting_text(value: Any) -> str:
+    """A setting as the compare page shows it: numbers with separators (1e12 tokens as 1.0 T),
+    lists joined."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and abs(value) >= 1e9:
+        return f"{value / 1e12:.1f} T" if abs(value) >= 1e12 else f"{value / 1e9:.1f} B"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() else f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(setting_text(v) for v in value) or "—"
+    return str(value)
 
 
 def _setting_rows(runs: list[Run]) -> list[CompareRow]:
@@ -224,13 +322,14 @@ def _setting_rows(runs: list[Run]) -> list[CompareRow]:
         }
         for r in runs
     ]
+    order = {path: i for i, path in enumerate(setting_labels())}
     rows = []
-    for key in sorted(set().union(*flats)):
+    for key in sorted(set().union(*flats), key=lambda k: (order.get(k, len(order)), k)):
         values = [f.get(key) for f in flats]
         rows.append(
             CompareRow(
-                label=key,
-                cells=[CompareCell(text="—" if v is None else str(v)) for v in values],
+                label=setting_label(key),
+                cells=[CompareCell(text=setting_text(v)) for v in values],
                 differs=len({repr(v) for v in values}) > 1,
                 numeric=False,
             )

@@ -32,5 +32,6 @@ urlpatterns = [
     path("runs/<pk:pk>/kind-data/", views.run_kind_data, name="run-kind-data"),
     path("runs/<pk:pk>/arrays/<slug:name>/", views.run_array_bytes, name="run-array"),
     path("runs/<pk:pk>/delete/", manage_views.run_delete_view, name="run-delete"),
+    path("runs/<pk:pk>/apply-layout/", manage_views.search_apply_view, name="search-apply"),
     path("compare/", views.compare, name="compare"),
 ]

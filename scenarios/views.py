@@ -11,12 +11,15 @@ import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import condition, require_POST
 
+from scenarios.choices import RunStatus
 from scenarios.forms import ScenarioForm, ScenarioImportForm, default_job
 from scenarios.kinds import registry, run_kind
 from scenarios.models import Run, Scenario
@@ -24,6 +27,7 @@ from scenarios.selectors import (
     compare_charts,
     compare_rows,
     design_floor_plan_json,
+    run_floor_plan_json,
     run_state,
 )
 from scenarios.selectors import (
@@ -84,11 +88,29 @@ def _pk(value) -> int:
 # --- scenarios ---------------------------------------------------------------------------------
 
 
+#: Rows of a paged list (scenarios, a design's runs): lists that grow with use stay one screen.
+SCENARIOS_PER_PAGE = 50
+PANEL_SCENARIOS_PER_PAGE = 10
+PANEL_RUNS_PER_PAGE = 15
+
+
+def _page(request, queryset, per_page: int, param: str = "page"):
+    """One page of ``queryset`` from ``?<param>=N`` (out-of-range numbers give the last page)."""
+    return Paginator(queryset, per_page).get_page(request.GET.get(param))
+
+
 @login_required
 def scenario_list(request):
+    """The current team's scenarios, newest first, paged (``?design=<id>`` keeps one design's)."""
     scenarios = of_current_team(request, restrict(Scenario.objects, request.user), "design__team")
-    scenarios = scenarios.select_related("design", "created_by")
-    return render(request, "scenarios/scenario_list.html", {"scenarios": scenarios.prefetch_related("runs")})
+    design = None
+    if request.GET.get("design"):
+        design = _design(request.user, _pk(request.GET["design"]))
+        scenarios = scenarios.filter(design=design)
+    scenarios = scenarios.select_related("design", "created_by").annotate(run_count=Count("runs"))
+    page = _page(request, scenarios.order_by("-updated", "-pk"), SCENARIOS_PER_PAGE)
+    query = f"design={design.pk}&" if design else ""
+    return render(request, "scenarios/scenario_list.html", {"page": page, "design": design, "query": query})
 
 
 @login_required
@@ -290,7 +312,10 @@ def run_detail(request, pk: int):
         "scenario": run.scenario,
         "design": design,
         "state": run_state(run=run),
-        "floor_plan": design_floor_plan_json(design=design),
+        "floor_plan": run_floor_plan_json(run=run),
+        "status_labels": dict(RunStatus.choices),
+        "results": kind.results_context(run) if kind and run.status == RunStatus.SUCCEEDED else {},
+        "can_apply": "change" in actions_on(design, request.user),
         "metric": request.GET.get("metric") or (kind.floor_metric(run) if kind else "rack_power"),
     }
     return render(request, "scenarios/run_detail.html", context)
@@ -329,20 +354,31 @@ def _compare_ids(request) -> list[int]:
 
 @login_required
 def compare(request):
-    """Side-by-side comparison of ``?runs=1,2,3`` (the first is the baseline)."""
+    """Side-by-side comparison of ``?runs=1,2,3`` against ``?baseline=<id>`` (default the first).
+
+    With fewer than two runs the page offers finished runs to pick, the given ones ticked (the run
+    page's "compare…" link passes its run)."""
     ids = _compare_ids(request)
     visible = restrict(Run.objects, request.user).select_related("scenario", "scenario__design")
     found = {r.pk: r for r in visible.filter(pk__in=ids)}
     runs = [found[i] for i in ids if i in found]
     if len(ids) != len(runs):
         raise Http404("run not found")
+    baseline_id = _pk(request.GET["baseline"]) if request.GET.get("baseline") else None
+    baseline = found.get(baseline_id, runs[0] if runs else None)
+    recent = []
+    if len(runs) < 2:
+        finished = of_current_team(request, visible, "scenario__design__team").filter(status="succeeded")
+        recent = runs + [r for r in finished[:30] if r.pk not in found]
+    ids_text = ",".join(str(r.pk) for r in runs)
     context = {
         "runs": runs,
-        "rows": compare_rows(runs) if runs else [],
+        "baseline": baseline,
+        "heads": [(r, f"?runs={ids_text}&baseline={r.pk}") for r in runs],
+        "rows": compare_rows(runs, baseline) if len(runs) > 1 else [],
         "charts": compare_charts(runs) if len(runs) > 1 else [],
-        "recent": of_current_team(request, visible, "scenario__design__team").filter(status="succeeded")[:30]
-        if len(runs) < 2
-        else [],
+        "recent": recent,
+        "ticked": set(found),
     }
     return render(request, "scenarios/compare.html", context)
 
@@ -368,10 +404,12 @@ def design_floor_plan(request, pk: int):
 def design_panel(request, pk: int):
     """The design page's scenarios and latest runs (HTML fragment, refreshed on live status)."""
     design = _design(request.user, pk)
+    scenarios = Scenario.objects.filter(design=design).order_by("-updated", "-pk")
+    runs = Run.objects.filter(scenario__design=design).select_related("scenario").order_by("-created", "-pk")
     context = {
         "design": design,
-        "scenarios": Scenario.objects.filter(design=design).order_by("-updated")[:30],
-        "runs": Run.objects.filter(scenario__design=design).select_related("scenario")[:15],
+        "scenarios": _page(request, scenarios, PANEL_SCENARIOS_PER_PAGE, "scenarios_page"),
+        "runs": _page(request, runs, PANEL_RUNS_PER_PAGE, "runs_page"),
         "new_url": f"{reverse('scenarios:scenario-new')}?design={design.pk}",
         "can": actions_on(design, request.user),
     }

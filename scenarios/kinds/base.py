@@ -9,6 +9,7 @@ the stream and the pages read the registry (``scenarios.kinds``) and never name 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -25,7 +26,10 @@ class Figure:
     """One number of a run summary as people read it.
 
     ``format`` turns the summary value into text; ``lower_is_better`` gives the compare page its
-    colours (None: a fact without a direction); ``live`` says whether status messages carry it.
+    colours (None: a fact without a direction); ``live`` says whether status messages carry it;
+    ``pick`` derives the value from the whole summary when it is not stored under ``key`` (a
+    search's best step time is its best layout's), so kinds that share a key (``step_time_s``)
+    line up on one compare row.
     """
 
     key: str
@@ -33,6 +37,11 @@ class Figure:
     format: Callable[[Any], str] = str
     lower_is_better: bool | None = None
     live: bool = True
+    pick: Callable[[dict[str, Any]], Any] | None = None
+
+    def value(self, summary: dict[str, Any]) -> Any:
+        """The figure's raw value in ``summary`` (None when absent)."""
+        return self.pick(summary) if self.pick is not None else summary.get(self.key)
 
     def text(self, value: Any) -> str:
         return self.format(value)
@@ -98,6 +107,8 @@ class RunKind:
     panel_template, script : str or None
         A template drawn on the run page's side and a JS module (static path) handling its live
         messages, for kinds that draw something new.
+    results_template : str or None
+        A template drawn above the result charts of a finished run, given ``results_context``.
     """
 
     name: ClassVar[str]
@@ -107,6 +118,7 @@ class RunKind:
     default_metric: ClassVar[str] = "rack_power"
     state_keys: ClassVar[tuple[str, ...]] = ()
     panel_template: ClassVar[str | None] = None
+    results_template: ClassVar[str | None] = None
     script: ClassVar[str | None] = None
 
     # --- options ------------------------------------------------------------------------------
@@ -150,7 +162,7 @@ class RunKind:
         for figure in self.figures:
             if live_only and not figure.live:
                 continue
-            value = summary.get(figure.key)
+            value = figure.value(summary)
             if value is None:
                 continue
             out.append({"key": figure.key, "label": figure.label, "text": figure.text(value)})
@@ -158,8 +170,12 @@ class RunKind:
 
     def brief(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The raw values of the live figures and state keys (what state/status messages carry)."""
-        keys = [f.key for f in self.figures if f.live] + list(self.state_keys)
-        return {k: summary[k] for k in keys if k in summary}
+        out = {k: summary[k] for k in self.state_keys if k in summary}
+        for figure in self.figures:
+            value = figure.value(summary) if figure.live else None
+            if value is not None:
+                out[figure.key] = value
+        return out
 
     def headline(self, summary: dict[str, Any]) -> str:
         """The one figure a list of runs shows (the first figure present)."""
@@ -177,6 +193,10 @@ class RunKind:
     def floor_metric(self, run) -> str:
         """The floor-plan metric the run page opens with."""
         return self.default_metric
+
+    def results_context(self, run) -> dict[str, Any]:
+        """Template context of ``results_template`` (a finished run's summary, shaped)."""
+        return {}
 
     def page_context(self, run) -> dict[str, Any]:
         """Extra template context of ``panel_template``."""
@@ -206,3 +226,14 @@ def gpus(value: int) -> str:
 
 def duration_days(value: float) -> str:
     return f"{value:.1f} days" if value >= 1 else f"{value * 24:.1f} hours"
+
+
+def change_text(change: float) -> str:
+    """A relative change as people read it: whole percent from 10 %, one decimal from 1 %, one
+    significant digit below (+0.5 %, -0.04 %), never a rounded-away "±0 %"."""
+    pct = change * 100
+    size = abs(pct)
+    if size < 0.001:
+        return f"{'+' if pct > 0 else '-'}<0.001 %"
+    digits = 0 if size >= 10 else 1 if size >= 1 else -math.floor(math.log10(size))
+    return f"{pct:+.{digits}f} %"

@@ -11,16 +11,33 @@ import numpy as np
 from django import forms
 
 from scenarios import charts
-from scenarios.kinds.base import Figure, RunKind, RunOutput, count, int_option, reject_unknown_options
+from scenarios.kinds.base import (
+    Figure,
+    RunKind,
+    RunOutput,
+    change_text,
+    count,
+    int_option,
+    percent,
+    reject_unknown_options,
+    seconds,
+)
 
 MAX_SEARCH_TOP = 100
+#: Layouts a search keeps by default: enough that, with ZeRO and recompute variants of one
+#: prediction folded, the results table still lists about ten distinct layouts.
+DEFAULT_SEARCH_TOP = 40
 DEFAULT_SEARCH_CHUNKS = 4
 MAX_SEARCH_CHUNKS = 64
 
 
 class SearchOptions(forms.Form):
     top = forms.IntegerField(
-        required=False, min_value=1, max_value=MAX_SEARCH_TOP, label="Layouts kept", help_text="default 10"
+        required=False,
+        min_value=1,
+        max_value=MAX_SEARCH_TOP,
+        label="Layouts kept",
+        help_text=f"default {DEFAULT_SEARCH_TOP}",
     )
 
 
@@ -29,22 +46,105 @@ def _best_label(value: Any) -> str:
     return charts.layout_label(row) if isinstance(row, dict) else "—"
 
 
+def _best(key: str):
+    """The ``key`` of the best layout in a search summary (None when no layout was valid)."""
+
+    def pick(summary: dict[str, Any]) -> Any:
+        best = summary.get("best") or []
+        return best[0].get(key) if best and isinstance(best[0], dict) else None
+
+    return pick
+
+
+#: Layouts the results table shows (after folding identical predictions).
+TABLE_ROWS = 10
+#: Relative step-time difference under which two layouts predict the same: one table row.
+SAME_PREDICTION = 1e-6
+#: Job keys a layout sets (``apply this layout`` copies them into a what-if's job).
+LAYOUT_DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp")
+LAYOUT_JOB_KEYS = ("micro_batch", "recompute", "zero")
+
+
+def own_layout(job) -> dict[str, Any]:
+    """The layout of a core ``Job`` in the shape of a search row (for labels and comparison)."""
+    p = job.parallel
+    degrees = {k: int(getattr(p, k, 1) or 1) for k in LAYOUT_DEGREES}
+    return {**degrees, "micro_batch": job.micro_batch, "recompute": job.recompute, "zero": job.zero}
+
+
+def layout_job(job: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """The scenario ``job`` mapping with the layout of search ``row`` (degrees of 1 omitted)."""
+    parallel = {k: int(row[k]) for k in LAYOUT_DEGREES if row.get(k, 1) != 1 or k in ("tp", "pp", "dp")}
+    return {**job, "parallel": parallel, **{k: row[k] for k in LAYOUT_JOB_KEYS if k in row}}
+
+
+def why_it_wins(row: dict[str, Any], own: dict[str, Any] | None) -> str:
+    """The two components of the step-time breakdown that change most against the scenario's own
+    layout ("-0.12 s Tensor-parallel comm., +0.02 s Pipeline bubble"), "" without one."""
+    if not own or not own.get("breakdown"):
+        return ""
+    mine, theirs = row.get("breakdown") or {}, own["breakdown"]
+    change = {k: mine.get(k, 0.0) - theirs.get(k, 0.0) for k in set(mine) | set(theirs)}
+    largest = sorted((k for k in change if abs(change[k]) > 5e-4), key=lambda k: -abs(change[k]))[:2]
+    return ", ".join(f"{change[k]:+.3f} s {charts.BREAKDOWN_LABELS.get(k, k)}" for k in largest)
+
+
+def distinct_layouts(best: list[dict[str, Any]], own: dict[str, Any] | None, limit: int = TABLE_ROWS):
+    """Rows of the results table: the fastest layouts, those with the same predicted step time
+    and MFU folded into one row that lists the variants (ZeRO stages that change only memory...).
+
+    Returns ``[{"index" (of the row in ``best``), "label", "variants" [labels], "step_time_s",
+    "mfu", "memory_gib" (min, max), "why", "vs_own" (relative step-time change or None)}]``.
+    """
+    rows: list[dict[str, Any]] = []
+    for index, row in enumerate(best):
+        last = rows[-1] if rows else None
+        same = last is not None and abs(row["step_time_s"] - last["step_time_s"]) <= SAME_PREDICTION * max(
+            row["step_time_s"], 1e-12
+        )
+        if same and abs(row.get("mfu", 0.0) - last["mfu"]) <= 1e-9:
+            last["variants"].append(charts.layout_label(row))
+            lo, hi = last["memory_gib"]
+            last["memory_gib"] = (min(lo, row["memory_gib_per_gpu"]), max(hi, row["memory_gib_per_gpu"]))
+            continue
+        if len(rows) == limit:
+            break
+        own_time = (own or {}).get("step_time_s")
+        rows.append(
+            {
+                "index": index,
+                "label": charts.layout_label(row),
+                "variants": [],
+                "step_time_s": row["step_time_s"],
+                "mfu": row.get("mfu", 0.0),
+                "memory_gib": (row["memory_gib_per_gpu"], row["memory_gib_per_gpu"]),
+                "why": why_it_wins(row, own),
+                "vs_own": row["step_time_s"] / own_time - 1 if own_time else None,
+            }
+        )
+    return rows
+
+
 class SearchKind(RunKind):
     name = "search"
     label = "Layout search"
     options_form = SearchOptions
     default_metric = "link_util"
+    results_template = "scenarios/kinds/search_results.html"
     figures = (
         Figure("best", "Best layout", _best_label),
+        # Keyed like the step kind's figures so a search and a step run share the compare rows.
+        Figure("step_time_s", "Best step time", seconds, lower_is_better=True, pick=_best("step_time_s")),
+        Figure("mfu", "Best MFU", percent, lower_is_better=False, pick=_best("mfu")),
         Figure("candidates", "Layouts tried", count),
         Figure("valid", "Valid layouts", count),
     )
 
     def clean_options(self, scenario, options: dict[str, Any], *, design=None) -> dict[str, Any]:
-        """``{"top": best layouts to keep (default 10), "chunks": candidate slices (default 4)}``."""
+        """``{"top": best layouts to keep (default 40), "chunks": candidate slices (default 4)}``."""
         reject_unknown_options(options, {"top", "chunks"})
         return {
-            "top": int_option(options, "top", 10, 1, MAX_SEARCH_TOP),
+            "top": int_option(options, "top", DEFAULT_SEARCH_TOP, 1, MAX_SEARCH_TOP),
             "chunks": int_option(options, "chunks", DEFAULT_SEARCH_CHUNKS, 1, MAX_SEARCH_CHUNKS),
         }
 
@@ -87,7 +187,24 @@ class SearchKind(RunKind):
         from scenarios.sim.search import SearchResult, merge_search_results
 
         merged = merge_search_results([SearchResult(**r) for r in results], top_k=context.options["top"])
-        return RunOutput(summary=merged.to_dict())
+        return RunOutput(summary={**merged.to_dict(), "own": self._own_prediction(context)})
+
+    def _own_prediction(self, context) -> dict[str, Any] | None:
+        """The scenario's own layout predicted like the candidates, what the table explains the
+        winners against (None when that layout breaks a rule the search enforces)."""
+        from scenarios.sim.step_time import predict
+
+        try:
+            result = predict(context.scenario, catalog=context.catalog, fabric=context.fabric())
+        except ValueError:
+            return None
+        return {
+            **own_layout(context.scenario.job),
+            "step_time_s": float(result.step_time_s),
+            "mfu": float(result.mfu),
+            "memory_gib_per_gpu": float(result.memory_gib_per_gpu),
+            "breakdown": {k: float(v) for k, v in dict(result.breakdown).items()},
+        }
 
     def execute(self, context, progress) -> RunOutput:
         """The whole search as one slice (what the chunked run must equal)."""
@@ -96,16 +213,36 @@ class SearchKind(RunKind):
             one, [self.compute_chunk(one, {"start": 0, "stop": self._candidate_count(one)}, progress)]
         )
 
+    def results_context(self, run) -> dict[str, Any]:
+        summary = run.summary or {}
+        own = summary.get("own")
+        layouts = distinct_layouts(summary.get("best") or [], own)
+        for row in layouts:
+            lo, hi = row["memory_gib"]
+            row["texts"] = {
+                "step_time": seconds(row["step_time_s"]),
+                "mfu": percent(row["mfu"]),
+                "memory": f"{lo:.1f} GiB" if hi - lo < 0.05 else f"{lo:.1f}–{hi:.1f} GiB",
+                "vs_own": "—" if row["vs_own"] is None else change_text(row["vs_own"]),
+            }
+        return {
+            "layouts": layouts,
+            "own_text": f"{seconds(own['step_time_s'])} per step, MFU {percent(own['mfu'])}" if own else "",
+            "own": own,
+            "own_label": charts.layout_label(own) if own else "",
+        }
+
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
         best = summary.get("best") or summary.get("top") or []
         out = [charts.chart("search", "Layout ranking", charts.search_figure(best))]
         if best:
+            shown = [best[row["index"]] for row in distinct_layouts(best, None, limit=8)]
             out.append(
                 charts.chart(
                     "breakdown",
                     "Step-time breakdown",
-                    charts.breakdown_figure([charts.layout_label(r) for r in best[:8]], best[:8]),
+                    charts.breakdown_figure([charts.layout_label(r) for r in shown], shown),
                 )
             )
         return out

@@ -26,7 +26,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
 )
 from scenarios.scenario_file import is_generated
-from scenarios.sim.errors import preview
+from scenarios.sim.errors import ScenarioError, preview
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768
@@ -63,9 +63,15 @@ class SweepKind(RunKind):
     panel_template = "scenarios/kinds/sweep_panel.html"
     script = "js/kinds/sweep.js"
     figures = (
-        Figure("points", "Sweep points", count),
-        Figure("knee_gpus", "Adding GPUs stops paying at", gpus),
+        Figure("knee_gpus", "Adding GPUs stops paying at", gpus, pick=lambda s: knee_inside(s)),
+        Figure(
+            "still_scaling_gpus",
+            "Still scaling at the largest size tried",
+            gpus,
+            pick=lambda s: still_scaling(s),
+        ),
         Figure("best_time_to_train_gpus", "Fastest to train at", gpus),
+        Figure("points", "Sweep points", count),
         Figure("failed_points", "Failed points", count),
     )
 
@@ -140,6 +146,12 @@ class SweepKind(RunKind):
         arithmetic on the chunk results, the same for any chunking)."""
         points = sorted((p for r in results for p in r["points"]), key=lambda p: p["index"])
         ok = [p for p in points if not p["error"]]
+        if points and not ok:  # nothing to show: the run failed, saying why each point did
+            raise ScenarioError(
+                "every sweep point failed: "
+                + "; ".join(f"{p.get('nodes', '?')} nodes: {p['error']}" for p in points[:8])
+                + (f"; … {len(points) - 8} more" if len(points) > 8 else "")
+            )
         knee = best = None
         if ok:
             base = ok[0]
@@ -172,11 +184,28 @@ class SweepKind(RunKind):
     # --- showing --------------------------------------------------------------------------------
 
     def charts(self, run) -> list[dict[str, Any]]:
-        points = (run.summary or {}).get("points") or []
-        return [charts.chart("scaling", "Scaling curve", charts.scaling_figure(points))]
+        summary = run.summary or {}
+        figure = charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
+        return [charts.chart("scaling", "Scaling curve", figure)]
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []
+
+
+def _ok_gpus(summary: dict[str, Any]) -> list[int]:
+    return sorted(p["gpus"] for p in summary.get("points") or () if not p.get("error") and p.get("gpus"))
+
+
+def knee_inside(summary: dict[str, Any]) -> int | None:
+    """The knee's GPU count when the sweep found one inside its range (before its largest point)."""
+    knee, sizes = summary.get("knee_gpus"), _ok_gpus(summary)
+    return knee if knee is not None and sizes and knee < sizes[-1] else None
+
+
+def still_scaling(summary: dict[str, Any]) -> int | None:
+    """The largest size tried when every step up still paid (no knee inside the range)."""
+    sizes = _ok_gpus(summary)
+    return sizes[-1] if sizes and knee_inside(summary) is None else None
 
 
 def default_sweep_nodes(scenario, per_server: int, *, batch: str = "fixed") -> list[int]:

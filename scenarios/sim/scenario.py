@@ -17,6 +17,7 @@ from scenarios.sim.errors import ScenarioError, clip_message, preview
 from scenarios.sim.failures_spec import FailureSpec, parse_failures
 from scenarios.sim.fields import Field
 from scenarios.sim.power_spec import PowerSpec, check_power, parse_power
+from scenarios.sim.presets import apply_preset
 from scenarios.sim.schema import (  # noqa: F401  (the format's names, re-exported for callers)
     ATTENTION_KINDS,
     CLUSTER,
@@ -220,7 +221,9 @@ def _parse_moe(data: Any, hidden: int) -> MoeSpec | None:
 
 
 def _parse_model(data: Any) -> ModelSpec:
+    data = apply_preset(data)
     values = MODEL.read(data)
+    values.pop("preset", None)  # expanded into the keys above
     hidden, heads = values["hidden"], values["heads"]
     if hidden % heads:
         raise ScenarioError(f"job.model.hidden: must be divisible by heads ({heads}) (got {hidden})")

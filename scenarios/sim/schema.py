@@ -8,6 +8,7 @@ real system (those are checked against the catalog and the fabric in ``check_sce
 from __future__ import annotations
 
 from scenarios.sim.fields import Field, Section
+from scenarios.sim.presets import MODEL_PRESETS
 
 SCHEMA_VERSION = 1
 GENERATORS = ("rail-optimized", "nvl72", "fat-tree")
@@ -75,6 +76,13 @@ MODEL = Section(
     "job.model",
     "Model",
     (
+        Field(
+            "preset",
+            "Model preset",
+            "choice",
+            choices=tuple(MODEL_PRESETS),
+            help="a published architecture (scenarios/sim/presets.py); keys given here override it",
+        ),
         _int("layers", "Layers", hi=MAX_LAYERS, required=True),
         _int("hidden", "Hidden size", hi=MAX_HIDDEN, required=True),
         _int("heads", "Attention heads", hi=MAX_HEADS, required=True),

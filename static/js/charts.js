@@ -21,28 +21,54 @@ export function loadPlotly() {
 
 const CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 
+// Plotly's `responsive` follows window resizes only; a chart whose grid cell changes width
+// (a sibling added to the auto-fit grid, a panel opening) is resized by this observer instead.
+const resizer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const el = entry.target;
+    if (window.Plotly && el._fullLayout && Math.abs(el._fullLayout.width - el.clientWidth) > 1) {
+      window.Plotly.Plots.resize(el);
+    }
+  }
+});
+
+const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+
+/** The <figure class="chart"> of `chart` in `container`, created (empty) if missing. */
+function chartElement(container, chart) {
+  let el = container.querySelector(`[data-chart="${chart.id}"]`);
+  if (!el) {
+    el = document.createElement("figure");
+    el.className = "chart";
+    el.dataset.chart = chart.id;
+    el.setAttribute("aria-label", chart.title);
+    container.append(el);
+  }
+  return el;
+}
+
 /**
  * Draw charts into `container`: [{id, title, figure: {data, layout}}]. Each becomes a
  * <figure class="chart" data-chart="id">; existing ones are redrawn in place.
+ *
+ * Every container is created before any chart is drawn, so the auto-fit grid has settled on its
+ * column widths when Plotly measures them (drawing as each is appended gave every chart but the
+ * last the width of a one-column grid, clipped at first paint).
  */
 export async function renderCharts(container, charts) {
   if (!charts.length) return [];
   const Plotly = await loadPlotly();
-  const drawn = [];
-  for (const chart of charts) {
-    let el = container.querySelector(`[data-chart="${chart.id}"]`);
-    if (!el) {
-      el = document.createElement("figure");
-      el.className = "chart";
-      el.dataset.chart = chart.id;
-      el.setAttribute("aria-label", chart.title);
-      container.append(el);
-    }
-    await Plotly.react(el, chart.figure.data, chart.figure.layout, CONFIG);
-    drawn.push(el);
+  const elements = charts.map((chart) => chartElement(container, chart));
+  await nextFrame();
+  for (const [i, chart] of charts.entries()) {
+    const el = elements[i];
+    const layout = { ...chart.figure.layout, autosize: true };
+    delete layout.width;
+    await Plotly.react(el, chart.figure.data, layout, CONFIG);
+    resizer?.observe(el);
   }
-  container.dataset.rendered = String(drawn.length);
-  return drawn;
+  container.dataset.rendered = String(elements.length);
+  return elements;
 }
 
 /** Charts embedded in the page as <script type="application/json" id="charts-data">. */

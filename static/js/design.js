@@ -21,10 +21,21 @@ async function loadFloorPlan() {
 }
 
 let refreshTimer = 0;
+let panelQuery = ""; // the page of scenarios/runs the user paged to, kept by live refreshes
 async function refreshRuns() {
-  const response = await fetch(runsPanel.dataset.src, { headers: { Accept: "text/html" } });
+  const response = await fetch(runsPanel.dataset.src + panelQuery, { headers: { Accept: "text/html" } });
   if (response.ok) runsPanel.innerHTML = await response.text();
+  runsPanel.dataset.loaded = panelQuery || "?";
 }
+
+// The panel's pager links page the fragment in place instead of leaving the design page.
+runsPanel.addEventListener("click", (event) => {
+  const link = event.target.closest("a[data-panel-page]");
+  if (!link) return;
+  event.preventDefault();
+  panelQuery = new URL(link.href).search;
+  refreshRuns();
+});
 
 loadFloorPlan();
 refreshRuns();

@@ -47,16 +47,36 @@ function elevationCells(rack) {
   return cells.join("");
 }
 
+// Rows of the links table shown before "show all": a leaf rack has a row per switch and tier,
+// hundreds on a large fabric, which made the panel thousands of pixels tall.
+const LINK_ROWS_SHOWN = 8;
+
 function linksTable(links) {
   if (!links.length) return "<p class=\"meta\">No scale-out links.</p>";
-  const rows = links
-    .map(
-      (l) =>
-        `<tr><td>${escapeHtml(l.device)}</td><td>${escapeHtml(l.tier)}</td><td class="num">${l.count} × ${l.gbps} Gb/s</td>` +
-        `<td>${escapeHtml(l.peers.join(", "))}${l.more ? ` +${l.more}` : ""}</td></tr>`,
-    )
+  const byTier = new Map();
+  for (const l of links) {
+    const tier = byTier.get(l.tier) || { devices: new Set(), count: 0, speeds: new Set() };
+    tier.devices.add(l.device);
+    tier.count += l.count;
+    tier.speeds.add(l.gbps);
+    byTier.set(l.tier, tier);
+  }
+  const summary = [...byTier]
+    .map(([name, t]) => `<tr><td>${escapeHtml(name)}</td><td class="num">${t.devices.size}</td>` +
+      `<td class="num">${t.count.toLocaleString("en-US")} × ${[...t.speeds].join("/")} Gb/s</td></tr>`)
     .join("");
-  return `<table><thead><tr><th>Device</th><th>Tier</th><th>Links</th><th>To</th></tr></thead><tbody>${rows}</tbody></table>`;
+  const row = (l) =>
+    `<tr><td>${escapeHtml(l.device)}</td><td>${escapeHtml(l.tier)}</td><td class="num">${l.count} × ${l.gbps} Gb/s</td>` +
+    `<td>${escapeHtml(l.peers.join(", "))}${l.more ? ` +${l.more}` : ""}</td></tr>`;
+  const head = "<thead><tr><th>Device</th><th>Tier</th><th>Links</th><th>To</th></tr></thead>";
+  const first = links.slice(0, LINK_ROWS_SHOWN).map(row).join("");
+  const rest = links.slice(LINK_ROWS_SHOWN);
+  const more = rest.length
+    ? `<details data-more-links><summary>${rest.length.toLocaleString("en-US")} more device rows</summary>` +
+      `<table>${head}<tbody>${rest.map(row).join("")}</tbody></table></details>`
+    : "";
+  return `<table data-link-tiers><thead><tr><th>Tier</th><th>Devices</th><th>Links</th></tr></thead><tbody>${summary}</tbody></table>` +
+    `<table>${head}<tbody>${first}</tbody></table>${more}`;
 }
 
 function feedsTable(feeds) {

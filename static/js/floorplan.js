@@ -6,6 +6,7 @@
 const NO_DATA = "#c9ced8";
 const FLOOR = "#eef0f4";
 const SELECTED = "#1d2330";
+const NETWORK_INK = "rgba(29, 35, 48, 0.55)"; // hatching of network racks
 const BUCKETS = 256;
 const BAND_GAP = 2; // empty tiles between the bands of a long hall
 
@@ -92,7 +93,7 @@ function bucketsOf(metric, values, out) {
 
 function formatValue(metric, v) {
   if (v === undefined || v === null || Number.isNaN(v)) return "—";
-  if (metric.categorical) return metric.categories[v] ?? String(v);
+  if (metric.categorical) return v < 0 ? "none" : metric.categories[v] ?? String(v);
   if (metric.percent) return `${Math.round(v * 100)} %`;
   const abs = Math.abs(v);
   const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : 2;
@@ -117,10 +118,12 @@ export class FloorPlan {
     const n = this.racks.length;
     this.rackRow = new Int32Array(n);
     this.rackCol = new Int32Array(n);
+    this.rackKind = new Uint8Array(n); // 0 compute, 1 network (topology.choices.RackKind)
     this.cellRack = new Int32Array(this.rows * this.columns).fill(-1);
     this.racks.forEach((r, i) => {
       this.rackRow[i] = r.row;
       this.rackCol[i] = r.col ?? r.column;
+      this.rackKind[i] = r.kind === 1 ? 1 : 0;
       this.cellRack[r.row * this.columns + this.rackCol[i]] = i;
     });
     this.metrics = new Map();
@@ -151,7 +154,8 @@ export class FloorPlan {
    * side like newspaper columns, so it fills the width instead of a thin strip.
    */
   layout() {
-    const maxTile = this.options.maxTilePx || 28;
+    // Large enough that a small hall fills its panel; the height bound keeps it on screen.
+    const maxTile = this.options.maxTilePx || 64;
     const minTile = this.options.minTilePx || 3;
     const width = this.root.clientWidth || 800;
     const maxHeight = this.options.maxHeightPx || Math.max(420, window.innerHeight - 160);
@@ -290,9 +294,44 @@ export class FloorPlan {
       ctx.fillRect(xs[i], ys[i], size, size);
       drawn[i] = b;
     }
+    this._hatchNetwork(order);
     if (this.selected >= 0) this._outline(this.selected);
     if (!this.root.dataset.painted) performance.mark("floorplan:first-paint");
     this.root.dataset.painted = String((Number(this.root.dataset.painted) || 0) + 1);
+  }
+
+  /**
+   * Diagonal hatching and a dark border on the network racks among `indices`, drawn over their
+   * color so compute and network racks stay apart under every metric.
+   */
+  _hatchNetwork(indices) {
+    const { ctx, tile, gap } = this;
+    const size = tile - gap;
+    if (size < 4) return;
+    ctx.save();
+    ctx.strokeStyle = NETWORK_INK;
+    ctx.lineWidth = Math.max(1, size / 14);
+    ctx.beginPath();
+    const step = Math.max(3, size / 4);
+    for (const i of indices) {
+      if (this.rackKind[i] !== 1) continue;
+      const x = this.rackX[i];
+      const y = this.rackY[i];
+      // Each stripe runs between two points of the tile's border: no clipping needed.
+      for (let d = step; d < 2 * size; d += step) {
+        ctx.moveTo(x + Math.min(d, size), y + Math.max(0, d - size));
+        ctx.lineTo(x + Math.max(0, d - size), y + Math.min(d, size));
+      }
+    }
+    ctx.stroke();
+    ctx.restore();
+    for (const i of indices) {
+      if (this.rackKind[i] !== 1) continue;
+      ctx.strokeStyle = NETWORK_INK;
+      ctx.lineWidth = Math.max(1, size / 12);
+      const inset = ctx.lineWidth / 2;
+      ctx.strokeRect(this.rackX[i] + inset, this.rackY[i] + inset, size - 2 * inset, size - 2 * inset);
+    }
   }
 
   _outline(i) {
@@ -325,6 +364,12 @@ export class FloorPlan {
       this.legend.append(tick(formatValue(bare, m.min)), bar, tick(`≥ ${formatValue(bare, m.max)}`));
     }
     this.legend.append(swatch(NO_DATA, "no data"));
+    if (this.rackKind.includes(1)) {
+      const item = swatch("#fff", "network rack");
+      item.querySelector(".swatch").classList.add("network");
+      item.dataset.networkKey = "";
+      this.legend.append(item);
+    }
   }
 
   _bindEvents() {
@@ -406,7 +451,8 @@ export class FloorPlan {
       const v = d.values?.[i];
       if (v !== undefined && v !== null) lines.push(`<div><span>${escapeHtml(d.label)}</span><b>${escapeHtml(`${v.toFixed(1)} ${d.unit}`)}</b></div>`);
     }
-    this.card.innerHTML = `<strong>${escapeHtml(rack.name)}</strong> <small>row ${rack.row}, col ${rack.col ?? rack.column}</small>${lines.join("")}`;
+    const kind = this.rackKind[i] === 1 ? " · network rack" : "";
+    this.card.innerHTML = `<strong>${escapeHtml(rack.name)}</strong> <small>row ${rack.row}, col ${rack.col ?? rack.column}${kind}</small>${lines.join("")}`;
     this.card.hidden = false;
   }
 }

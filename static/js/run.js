@@ -14,9 +14,11 @@ const initial = JSON.parse(document.getElementById("run-state").textContent);
 const planJson = JSON.parse(document.getElementById("floor-plan-data").textContent);
 const root = document.getElementById("floor-plan");
 
+const openRack = rackPanelOpener(document.getElementById("rack-panel"), root.dataset.rackUrl);
 const floor = new FloorPlan(root, planFromJson(planJson, initial.rack_values || {}), {
   metric: page.dataset.metric || "link_util",
-  onRackClick: rackPanelOpener(document.getElementById("rack-panel"), root.dataset.rackUrl),
+  // A what-if's own hall exists only in the run: its racks have no page to open.
+  onRackClick: (rack, index) => (rack.id == null ? undefined : openRack(rack, index)),
 });
 bindMetricSelect(floor, document.querySelector("[data-metric-select]"));
 
@@ -35,11 +37,15 @@ function setProgress(fraction, stage) {
   if (stage !== undefined) $("[data-stage]").textContent = stage;
 }
 
+// RunStatus's labels, the same the template renders with get_status_display.
+const STATUS_LABELS = JSON.parse(document.getElementById("status-labels").textContent);
+
 function setStatus(next, label, error) {
   status = next;
   const badge = $("[data-status]");
   badge.className = `status ${next}`;
-  badge.textContent = label || next;
+  badge.textContent = STATUS_LABELS[next] || label || next;
+  if (next === "cancelled" || next === "failed") $("[data-stage]").textContent = next;
   $(".progress").dataset.status = next;
   page.dataset.status = next;
   const box = $("[data-error]");
@@ -57,7 +63,6 @@ function applyState(run) {
   setProgress(run.progress, run.stage);
   setStatus(run.status, run.status_label, run.error);
   renderFigures($("[data-summary]"), run.figures);
-  $("[data-not-aligned]").hidden = run.summary?.racks_aligned !== false;
   for (const [name, values] of Object.entries(run.rack_values || {})) floor.setValues(name, values);
   kind.state?.(run);
 }
@@ -69,7 +74,12 @@ const live = new LiveSocket(`/ws/runs/${initial.id}/`, {
   open: () => { socketState.textContent = "live"; },
   close: (info) => { socketState.textContent = info.willRetry ? "reconnecting…" : (isTerminal(status) ? "" : "offline"); },
   state: (msg) => applyState(msg.run),
-  progress: (msg) => setProgress(msg.progress, msg.stage),
+  // A worker's last progress can arrive after the cancel: a final status keeps its stage.
+  progress: (msg) => {
+    if (isTerminal(status)) return;
+    if (status === "queued") setStatus("running"); // the worker started: progress says so first
+    setProgress(msg.progress, msg.stage);
+  },
   partial: (msg) => {
     if (msg.values) floor.setValues(msg.metric, msg.values);
     kind.partial?.(msg);

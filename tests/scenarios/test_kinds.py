@@ -62,6 +62,37 @@ def test_sweep_points_larger_than_the_design_get_their_own_fabric(scenario):
     assert points[1]["gpus"] == 4096
 
 
+def test_sweep_whose_points_all_failed_fails_with_their_errors(scenario):
+    from scenarios.sim.errors import ScenarioError
+
+    spec, context = running_context(scenario, "sweep", {"nodes": [3, 5]})  # dp 3 and 5 miss the batch
+    with pytest.raises(
+        ScenarioError, match=r"every sweep point failed: 3 nodes: job.global_batch.*; 5 nodes"
+    ):
+        spec.execute(context, NullProgress())
+
+
+def test_sweep_says_still_scaling_unless_the_knee_is_inside_the_range(scenario):
+    from scenarios.kinds.sweep import knee_inside, still_scaling
+
+    spec, context = running_context(scenario, "sweep", {"nodes": [1, 2, 4], "chunk_size": 3})
+    summary = spec.execute(context, NullProgress()).summary
+    assert (knee_inside(summary), still_scaling(summary)) in ((None, 32), (8, None), (16, None))
+    texts = {f["label"]: f["text"] for f in spec.summary_figures(summary)}
+    assert ("Adding GPUs stops paying at" in texts) != ("Still scaling at the largest size tried" in texts)
+    stopped = {**summary, "knee_gpus": 8}
+    assert knee_inside(stopped) == 8 and still_scaling(stopped) is None
+    layout = spec.charts(Run(kind="sweep", summary=stopped))[0]["figure"]["layout"]
+    assert layout["title"]["text"] == "Scaling: adding GPUs stops paying at 8"
+    assert layout["xaxis"]["tickvals"] == [8, 16, 32] and layout["xaxis"]["ticktext"] == ["8", "16", "32"]
+    assert (
+        spec.charts(Run(kind="sweep", summary={**summary, "knee_gpus": 32}))[0]["figure"]["layout"]["title"][
+            "text"
+        ]
+        == "Scaling: still scaling at the largest size tried"
+    )
+
+
 def test_sweep_default_nodes_double_up_to_the_design(scenario):
     _spec, context = running_context(scenario, "sweep", {})
     assert context.options["nodes"] == [1, 2, 4]
@@ -121,3 +152,24 @@ def test_search_of_a_job_on_part_of_the_cluster_splits_over_the_jobs_gpus(scenar
     chunked = spec.merge(context, results).summary
     assert chunked == spec.execute(context, NullProgress()).summary
     assert chunked["best"] and all(r["tp"] * r["pp"] * r["dp"] * r["cp"] == 16 for r in chunked["best"])
+
+
+def test_search_table_folds_identical_predictions_and_explains_the_winner(scenario):
+    from scenarios.kinds.search import distinct_layouts
+
+    spec, context = running_context(scenario, "search", {"top": 30})
+    summary = spec.execute(context, NullProgress()).summary
+    own = summary["own"]
+    assert own["tp"] == scenario.job["parallel"]["tp"] and own["step_time_s"] > 0
+    best = summary["best"]
+    rows = distinct_layouts(best, own)
+    times = [r["step_time_s"] for r in rows]
+    assert times == sorted(times) and len(set(times)) == len(times)  # one row per prediction
+    folded = sum(1 + len(r["variants"]) for r in rows)
+    assert folded == len(best) or len(rows) == 10
+    assert any(r["variants"] for r in rows) or len({b["step_time_s"] for b in best}) == len(best)
+    top = rows[0]
+    assert top["step_time_s"] <= own["step_time_s"] and top["vs_own"] <= 0
+    assert top["why"] == "" or " s " in top["why"]
+    page = spec.results_context(Run(kind="search", summary=summary))
+    assert page["layouts"][0]["texts"]["step_time"].endswith(" s") and page["own_label"].startswith("tp")

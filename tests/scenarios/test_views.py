@@ -4,6 +4,7 @@ access control (another team sees nothing), the JSON the live pages read, compar
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -383,7 +384,7 @@ def test_compare_highlights_better_and_worse(client, user, scenario):
     response = client.get(reverse("scenarios:compare") + f"?runs={base.pk},{faster.pk}")
     rows = {row.label: row for row in response.context["rows"]}
     step, mfu, gpus = rows["Step time"], rows["MFU"], rows["GPUs"]
-    assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25.0%"
+    assert step.cells[1].verdict == "better" and step.cells[1].delta_text == "-25 %"
     assert mfu.cells[1].verdict == "worse" and mfu.differs
     assert gpus.cells[1].delta_text == "±0 %" and not gpus.differs
     html = response.content.decode()
@@ -402,12 +403,100 @@ def test_compare_lists_settings_that_differ(client, user, scenario):
         r.label: r
         for r in client.get(reverse("scenarios:compare") + f"?runs={a.pk}&runs={b.pk}").context["rows"]
     }
-    assert rows["what_if.nic_gbps"].differs and [c.text for c in rows["what_if.nic_gbps"].cells] == [
-        "—",
-        "200.0",
-    ]
-    assert not rows["job.parallel.tp"].differs
+    assert rows["NIC speed"].differs and [c.text for c in rows["NIC speed"].cells] == ["—", "200"]
+    assert not rows["Tensor parallel (tp)"].differs
     assert rows["Step time"].cells[1].verdict == "worse"
+
+
+def test_compare_labels_settings_in_words(client, user, scenario):
+    a, b = _succeeded_run(scenario, step_time_s=1.0), _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    html = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}").content.decode()
+    assert "FFN hidden size" in html and "Global batch" in html
+    assert "job.model" not in html and "ffn_hidden" not in html
+
+
+def test_compare_keeps_result_rows_under_only_rows_that_differ(client, user, scenario):
+    """Equal results are still results: they carry the class the "only differ" filter keeps."""
+    a, b = (
+        _succeeded_run(scenario, step_time_s=1.0, mfu=0.4),
+        _succeeded_run(scenario, step_time_s=1.0, mfu=0.4),
+    )
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}")
+    rows = {row.label: row for row in response.context["rows"]}
+    assert rows["Step time"].result and not rows["Step time"].differs
+    assert not rows["Global batch"].result
+    html = response.content.decode()
+    assert re.search(r'<tr class="same result">\s*<th scope="row">Step time</th>', html)
+    css = (Path(__file__).resolve().parents[2] / "static/css/live.css").read_text()
+    assert ".compare.only-diff tr.same.setting { display: none; }" in css
+
+
+def test_compare_shows_small_changes_against_the_chosen_baseline(client, user, scenario):
+    a = _succeeded_run(scenario, step_time_s=1.0, mfu=0.400)
+    b = _succeeded_run(scenario, step_time_s=1.005, mfu=0.398)
+    c = _succeeded_run(scenario, step_time_s=0.9, mfu=0.44)
+    client.force_login(user)
+    rows = {
+        row.label: row
+        for row in client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk},{c.pk}").context["rows"]
+    }
+    assert rows["Step time"].cells[1].delta_text == "+0.5 %" and rows["Step time"].cells[1].verdict == "worse"
+    assert rows["MFU"].cells[1].delta_text == "-0.5 %" and rows["MFU"].cells[1].verdict == "worse"
+    response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk},{c.pk}&baseline={c.pk}")
+    step = {row.label: row for row in response.context["rows"]}["Step time"]
+    assert response.context["baseline"] == c
+    assert [cell.delta_text for cell in step.cells] == ["+11 %", "+12 %", ""]
+    assert [cell.verdict for cell in step.cells] == ["worse", "worse", ""]
+    html = response.content.decode()
+    assert f'data-make-baseline="{a.pk}"' in html and f'data-make-baseline="{c.pk}"' not in html
+
+
+def test_compare_link_of_a_run_pre_ticks_it(client, user, scenario):
+    mine = _succeeded_run(scenario, step_time_s=1.0)
+    other = _succeeded_run(scenario, step_time_s=2.0)
+    client.force_login(user)
+    run_html = client.get(mine.get_absolute_url()).content.decode()
+    assert f'href="{reverse("scenarios:compare")}?runs={mine.pk}"' in run_html
+    html = client.get(reverse("scenarios:compare") + f"?runs={mine.pk}").content.decode()
+    assert re.search(rf'value="{mine.pk}" id="pick-{mine.pk}" checked', html)
+    assert re.search(rf'value="{other.pk}" id="pick-{other.pk}">', html)
+
+
+def test_compare_sweep_and_search_by_their_headlines(client, user, scenario):
+    """A search lines up with a step run on step time and MFU (its best layout's); a sweep says
+    where it stops paying, or that it still scales."""
+    step = _succeeded_run(scenario, step_time_s=2.0, mfu=0.40)
+    best = {"tp": 4, "pp": 1, "dp": 16, "micro_batch": 1, "recompute": "none", "step_time_s": 1.6, "mfu": 0.5}
+    search = Run.objects.create(
+        scenario=scenario, kind="search", status=RunStatus.SUCCEEDED, summary={"best": [best], "valid": 9}
+    )
+    points = [
+        {"index": i, "gpus": g, "tokens_per_s": t, "step_time_s": 1.0, "error": ""}
+        for i, (g, t) in enumerate([(8, 100.0), (16, 190.0), (32, 200.0)])
+    ]
+    knee = Run.objects.create(
+        scenario=scenario,
+        kind="sweep",
+        status=RunStatus.SUCCEEDED,
+        summary={"points": points, "knee_gpus": 16},
+    )
+    scaling = Run.objects.create(
+        scenario=scenario,
+        kind="sweep",
+        status=RunStatus.SUCCEEDED,
+        summary={"points": points[:2], "knee_gpus": 16},
+    )
+    client.force_login(user)
+    url = reverse("scenarios:compare") + f"?runs={step.pk},{search.pk},{knee.pk},{scaling.pk}"
+    rows = {row.label: row for row in client.get(url).context["rows"]}
+    assert [c.text for c in rows["Step time"].cells] == ["2.000 s", "1.600 s", "—", "—"]
+    assert rows["Step time"].cells[1].verdict == "better" and rows["MFU"].cells[1].delta_text == "+25 %"
+    assert [c.text for c in rows["Best layout"].cells][1] == "tp4 pp1 dp16 · mb1 · none"
+    assert [c.text for c in rows["Adding GPUs stops paying at"].cells][2:] == ["16 GPUs", "—"]
+    assert [c.text for c in rows["Still scaling at the largest size tried"].cells][2:] == ["—", "16 GPUs"]
+    assert knee.headline == "16 GPUs"  # what run lists show: the knee, not the point count
 
 
 def test_new_scenario_without_a_design_lets_the_user_choose_one(client, user, design):
@@ -463,3 +552,112 @@ def test_the_node_limit_is_the_fabrics_own_and_stands_next_to_its_field(client, 
     assert response.status_code == 400
     block = _field_block(response.content.decode(), "what_if_nodes")
     assert "has-error" in block and "dgx-h100 nodes fit a 3-tier fabric" in block
+
+
+def test_run_page_draws_the_hall_a_what_if_builds(client, user, scenario):
+    """A what-if with twice the servers is drawn on the hall it builds, not the design's."""
+    job = default_job(gpus=NODES * 2 * 8)
+    what_if = {"nodes": NODES * 2}
+    bigger = scenario_create(design=scenario.design, name="Twice", job=job, what_if=what_if, user=user)
+    run = _succeeded_run(bigger, step_time_s=1.0, racks_aligned=False)
+    same = _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    plan = client.get(run.get_absolute_url()).context["floor_plan"]
+    design_plan = client.get(same.get_absolute_url()).context["floor_plan"]
+    assert plan["what_if"] and "what_if" not in design_plan
+    assert len(plan["racks"]) > len(design_plan["racks"])
+    assert {r["kind"] for r in plan["racks"]} == {0, 1} and all(r["id"] is None for r in plan["racks"])
+    assert set(plan["metrics"]) >= {"link_util", "slowdown"}
+
+
+def test_scenario_list_and_design_panel_are_paged(client, user, scenario):
+    from scenarios import views
+
+    for i in range(views.SCENARIOS_PER_PAGE):
+        scenario_create(design=scenario.design, name=f"S{i}", job=scenario.job, what_if={}, user=user)
+    for _ in range(views.PANEL_RUNS_PER_PAGE + 2):
+        _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    first = client.get(reverse("scenarios:scenario-list"))
+    assert len(first.context["page"].object_list) == views.SCENARIOS_PER_PAGE
+    html = first.content.decode()
+    assert f"1–{views.SCENARIOS_PER_PAGE} of {views.SCENARIOS_PER_PAGE + 1}" in html
+    assert 'href="?page=2"' in html
+    second = client.get(reverse("scenarios:scenario-list") + "?page=2")
+    assert [s.name for s in second.context["page"]] == ["Baseline"]  # the oldest
+    assert second.context["page"][0].run_count == views.PANEL_RUNS_PER_PAGE + 2
+    only = client.get(reverse("scenarios:scenario-list") + f"?design={scenario.design.pk}").context["design"]
+    assert only == scenario.design
+    panel = reverse("scenarios:design-panel", args=[scenario.design.pk])
+    html = client.get(panel).content.decode()
+    assert html.count('<tr><td><a href="/scenarios/') == views.PANEL_SCENARIOS_PER_PAGE
+    assert 'href="?runs_page=2" data-panel-page' in html
+    older = client.get(panel + "?runs_page=2").context["runs"]
+    assert len(older.object_list) == 2
+
+
+def test_apply_this_layout_saves_a_what_if_scenario_with_it(client, user, scenario):
+    best = {
+        "tp": 4,
+        "pp": 2,
+        "dp": 8,
+        "cp": 1,
+        "ep": 1,
+        "vpp": 1,
+        "micro_batch": 2,
+        "recompute": "selective",
+        "zero": 1,
+        "step_time_s": 0.5,
+        "mfu": 0.5,
+        "memory_gib_per_gpu": 20.0,
+        "breakdown": {"compute": 0.4},
+    }
+    own = {**best, "tp": 8, "pp": 1, "step_time_s": 0.6, "breakdown": {"compute": 0.4, "tp": 0.2}}
+    search = Run.objects.create(
+        scenario=scenario, kind="search", status=RunStatus.SUCCEEDED, summary={"best": [best], "own": own}
+    )
+    client.force_login(user)
+    html = client.get(search.get_absolute_url()).content.decode()
+    assert "data-search-results" in html and 'data-apply-layout="0"' in html
+    assert "-0.200 s Tensor-parallel comm." in html and "-17 %" in html
+    response = client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "0"})
+    applied = Scenario.objects.exclude(pk=scenario.pk).get()
+    assert response["Location"] == applied.get_absolute_url()
+    assert applied.job["parallel"] == {"tp": 4, "pp": 2, "dp": 8}
+    assert (applied.job["micro_batch"], applied.job["recompute"], applied.job["zero"]) == (2, "selective", 1)
+    assert applied.job["model"] == scenario.job["model"] and "tp4 pp2 dp8" in applied.name
+    response = client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "7"})
+    assert response.status_code == 302 and Scenario.objects.count() == 2
+
+
+def test_model_presets_fill_the_form_and_expand_in_the_file_format(client, user, design):
+    from scenarios.services import scenario_from_yaml
+    from scenarios.sim.presets import MODEL_PRESETS
+
+    client.force_login(user)
+    html = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").content.decode()
+    for label in ("GPT-3 175B", "Llama 3 8B", "Llama 3 70B", "Llama 3 405B", "Mixtral 8×7B", "DeepSeek-V3"):
+        assert label in html, label
+    assert 'id="model-presets"' in html and "Llama 3 Herd of Models" in html
+    assert all(p.source for p in MODEL_PRESETS.values())
+    text = f"""
+version: 1
+name: preset file
+cluster: {{generator: rail-optimized, server: dgx-h100, nodes: {NODES}}}
+job:
+  model: {{preset: llama3-70b, seq_len: 4096}}
+  global_batch: 64
+  micro_batch: 1
+  parallel: {{tp: 8, pp: 4, dp: 2}}
+what_if: {{nodes: {NODES}}}
+"""
+    scenario = scenario_from_yaml(text=text, design=design, user=user)
+    assert scenario.job["model"]["preset"] == "llama3-70b" and scenario.what_if == {"nodes": NODES}
+    page = client.get(scenario.get_absolute_url())
+    assert page.status_code == 200
+    form = page.context["form"]
+    assert form["preset"].value() == "llama3-70b" and str(form["seq_len"].value()) == "4096"
+    from scenarios.sim.scenario import _parse_model
+
+    model = _parse_model(scenario.job["model"])
+    assert (model.layers, model.hidden, model.kv_heads, model.seq_len) == (80, 8192, 8, 4096)

@@ -302,6 +302,7 @@ DOORS = [
     Door("scenarios:run-cancel", "post", "run", "run", ok=(302,)),
     Door("scenarios:run-delete", "get", "run", "change"),
     Door("scenarios:run-delete", "post", "run", "change", ok=(302,)),
+    Door("scenarios:search-apply", "post", "run", "change", data=lambda w: {"layout": "0"}, ok=(302,)),
     Door("scenarios:compare", "get", None, "view", query=lambda w: f"?runs={w.run.pk}", outsider="missing"),
     # teams
     Door("teams:list", "get", None, None),

@@ -119,6 +119,7 @@ OBJECT_URLS = {
     "topology:build-status": "build",
     "scenarios:scenario-delete": "scenario",
     "scenarios:run-delete": "run",
+    "scenarios:search-apply": "run",
     "scenarios:run-kind-data": "run",
     "scenarios:run-array": "run+array",
     "scenarios:design-export": "design",
