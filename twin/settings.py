@@ -31,6 +31,8 @@ DEBUG = env_bool("DEBUG", True)
 # DEBUG is off (see twin/checks.py).
 INSECURE_DEFAULT_SECRET_KEY = "django-insecure-cluster-twin-local-development-only"
 SECRET_KEY = os.environ.get("SECRET_KEY", INSECURE_DEFAULT_SECRET_KEY)
+# twin.E002 already refuses the embedded key; Django's own weak-key warning would say it twice.
+SILENCED_SYSTEM_CHECKS = ["security.W009"] if SECRET_KEY == INSECURE_DEFAULT_SECRET_KEY else []
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()
 ]
