@@ -1,5 +1,7 @@
-"""Computing runs (what the Celery tasks call): mark running, compute in one piece or split into
-chunks for other workers, merge, save results, fail with a readable message."""
+"""Computing runs (what the Celery tasks call): claim, compute in one piece or split into chunks
+for other workers, merge once every chunk is done, save results, fail with a readable message.
+Every step claims its run or chunk with one conditional UPDATE first, so a redelivered task
+does nothing twice."""
 
 from __future__ import annotations
 
@@ -158,8 +160,9 @@ def _load(run: Run, *, pin: bool) -> RunContext:
 def run_execute(*, run_id: int) -> str:
     """Run a queued run: compute it in this process, or split it into chunks for other workers.
 
-    Returns what happened: ``"skipped"`` (already final), ``"split"`` (chunks dispatched; the
-    merge task finishes the run), ``"succeeded"``, ``"failed"`` or ``"cancelled"``.
+    Returns what happened: ``"skipped"`` (claimed by another delivery, or final), ``"split"``
+    (chunks queued; the worker saving the last one merges), ``"succeeded"``, ``"failed"`` or
+    ``"cancelled"``.
     """
     run = run_mark_running(run_id=run_id)
     if run is None:
@@ -243,7 +246,9 @@ def _claim_merge(run_id: int) -> str:
     chunks = RunChunk.objects.filter(run_id=run_id)
     done = chunks.filter(state=ChunkState.DONE).count()
     total = chunks.count()
-    if done < total or not total:
+    if not total:  # not split (a merge message queued before an upgrade): nothing to merge
+        return "skipped"
+    if done < total:
         Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exclude(stage=MERGING).update(
             stage=waiting_stage(done, total)
         )
