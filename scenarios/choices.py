@@ -15,6 +15,15 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class ChunkState(models.TextChoices):
+    """Life cycle of one chunk task of a split run: queued -> running -> done (a chunk whose
+    worker was lost goes back to queued)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
 #: Statuses of a run that may still change (the worker owns it).
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 #: Statuses after which nothing changes any more.

@@ -5,18 +5,24 @@ design (refusing the handshake with close code 4404 otherwise: another team's ru
 one look the same), joins its group, sends the stored state first (so a reload resumes) and
 relays what workers publish. Consumers only read. It relays at most ``MAX_MESSAGES_PER_S`` progress/partial
 messages per second however many workers publish (newest value per kind kept), status
-messages at once. A client may send ``{"type": "state"}`` to get the stored state again.
+messages at once. A client may send ``{"type": "state"}`` to get the stored state again; any
+other frame that is not a JSON object is answered ``{"type": "error", ...}``. A transient
+channel-layer error never closes the socket: the consumer retries and resends the stored state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from scenarios import broadcast
+
+logger = logging.getLogger(__name__)
 
 CLOSE_NOT_FOUND = 4404
 
@@ -66,8 +72,53 @@ class Relay:
             self.task.cancel()
 
 
+def layer_errors() -> tuple[type[BaseException], ...]:
+    """Transient errors of the channel layer: a Redis timeout or a dropped connection
+    (channels_redis raises redis-py's errors; sockets raise OSError)."""
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # embedded mode without the redis package
+        return (OSError, asyncio.TimeoutError)
+    return (OSError, asyncio.TimeoutError, RedisError)
+
+
+def retry_delay_s(failures: int) -> float:
+    """Backoff after the ``failures``-th layer error in a row: 0.05 s doubling up to 2 s."""
+    return min(2.0, 0.05 * 2 ** max(0, failures - 1))
+
+
 class _LiveConsumer(AsyncJsonWebsocketConsumer):
+    """Join a group, send the stored state, relay; survive transient channel-layer errors.
+
+    A layer error while joining the group or receiving from it never closes the socket (with
+    one Redis for 200 sockets a read may time out): the consumer waits with backoff, joins the
+    group again and resends the stored state, which holds everything a lost message said.
+    """
+
     group: str | None = None
+    accepted = False
+    _layer_failures = 0
+
+    # channels' AsyncConsumer.__call__ stores the layer's receive here; its dispatch loop reads
+    # it back, and gets the retrying receive below instead.
+    @property
+    def channel_receive(self):
+        return self._receive_from_layer
+
+    @channel_receive.setter
+    def channel_receive(self, receive) -> None:
+        self._layer_receive = receive
+
+    async def _receive_from_layer(self) -> dict[str, Any]:
+        try:
+            message = await self._layer_receive()
+        except layer_errors() as exc:
+            self._layer_failures += 1
+            logger.warning("stream %s: channel layer receive failed (%r); retrying", self.group, exc)
+            await asyncio.sleep(retry_delay_s(self._layer_failures))
+            return {"type": "live.resync"}
+        self._layer_failures = 0
+        return message
 
     async def connect(self) -> None:
         broadcast.register_server_loop(asyncio.get_running_loop())
@@ -76,18 +127,54 @@ class _LiveConsumer(AsyncJsonWebsocketConsumer):
         if allowed is not True:
             await self.close(code=allowed)
             return
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self._join_group()
         await self.accept()
+        self.accepted = True
         await self.send_json(await self.state())
+
+    async def _join_group(self) -> None:
+        """Join the group, retrying layer errors with backoff until it works."""
+        failures = 0
+        while True:
+            try:
+                await self.channel_layer.group_add(self.group, self.channel_name)
+                return
+            except layer_errors() as exc:
+                failures += 1
+                logger.warning("stream %s: joining the group failed (%r); retrying", self.group, exc)
+                await asyncio.sleep(retry_delay_s(failures))
+
+    async def live_resync(self, event: dict[str, Any]) -> None:
+        """After a layer error: join again (a lost connection may have lost the membership) and
+        resend the stored state (messages published meanwhile may be lost)."""
+        if self.group is None:
+            return
+        await self._join_group()
+        if self.accepted:
+            await self.send_json(await self.state())
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "relay", None) is not None:
             self.relay.close()
         if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except layer_errors():  # the group's expiry removes it anyway
+                logger.warning("stream %s: leaving the group failed", self.group)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs) -> None:
+        """A frame that is not a JSON object gets an error message, not a closed socket."""
+        try:
+            content = json.loads(text_data) if text_data is not None else None
+        except ValueError:
+            content = None
+        if not isinstance(content, dict):
+            await self.send_json({"type": "error", "error": 'messages are JSON objects: {"type": "state"}'})
+            return
+        await self.receive_json(content)
 
     async def receive_json(self, content: Any, **kwargs) -> None:
-        if isinstance(content, dict) and content.get("type") == "state":
+        if content.get("type") == "state":
             await self.send_json(await self.state())
 
     async def live_message(self, event: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
-from scenarios.choices import ACTIVE_STATUSES, FINAL_STATUSES, RunStatus
+from scenarios.choices import ACTIVE_STATUSES, FINAL_STATUSES, ChunkState, RunStatus
 
 
 def default_dict():
@@ -91,6 +91,9 @@ class Run(models.Model):
     task_id = models.CharField(max_length=255, blank=True)
     heartbeat = models.DateTimeField(null=True, blank=True)
     design_version = models.PositiveIntegerField(default=0, help_text="design version the run simulated")
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="times a worker started computing it (a lost worker's run is queued again)"
+    )
 
     objects = RunQuerySet.as_manager()
 
@@ -139,6 +142,32 @@ class Run(models.Model):
         if self.started and self.finished:
             return (self.finished - self.started).total_seconds()
         return None
+
+
+class RunChunk(models.Model):
+    """One chunk task of a split run: its input, its state, the heartbeat its worker refreshes
+    while computing it (the lease the reaper judges), and its JSON result.
+
+    The merge reads the results once every chunk is done, so a chunk that arrives late is merged
+    and one delivered twice counts once (``index`` is unique per run).
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    spec = models.JSONField(default=default_dict, help_text="the kind's chunk input")
+    state = models.CharField(max_length=16, choices=ChunkState.choices, default=ChunkState.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=255, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("run", "index")
+        constraints = [models.UniqueConstraint(fields=("run", "index"), name="unique_run_chunk_index")]
+        indexes = [models.Index(fields=("state", "heartbeat"), name="run_chunk_state_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.index} ({self.state})"
 
 
 class RunArray(models.Model):

@@ -1,11 +1,10 @@
-"""The only module that talks to Celery from the web side: enqueue a run, dispatch its chunks,
-revoke a task. Tasks are addressed by name, so services never import the task layer (and the
+"""The only module that talks to Celery: enqueue a run, one chunk of it or its merge, revoke a
+task. Tasks are addressed by name, so services never import the task layer (and the
 task layer imports services without a cycle)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +24,15 @@ def enqueue_run(run_id: int, task_id: str) -> None:
     _app().send_task(RUN_EXECUTE, args=[run_id], task_id=task_id)
 
 
-def dispatch_chunks(run_id: int, chunks: list[dict[str, Any]]) -> None:
-    """Queue one task per chunk and the merge that runs once every chunk has returned."""
-    from celery import chord
+def enqueue_chunk(run_id: int, index: int, task_id: str) -> None:
+    """Queue the computation of one chunk of a split run (its input is its ``RunChunk`` row)."""
+    _app().send_task(RUN_CHUNK, args=[run_id, index], task_id=task_id)
 
-    app = _app()
-    header = [
-        app.signature(RUN_CHUNK, args=(run_id, i, len(chunks), chunk)) for i, chunk in enumerate(chunks)
-    ]
-    chord(header)(app.signature(RUN_MERGE, kwargs={"run_id": run_id}))
+
+def enqueue_merge(run_id: int) -> None:
+    """Queue the merge of a split run whose chunks are all done (the reaper, after the worker
+    that finished the last chunk was lost before merging)."""
+    _app().send_task(RUN_MERGE, kwargs={"run_id": run_id})
 
 
 def revoke(task_id: str) -> None:

@@ -1,15 +1,17 @@
 """Celery tasks of runs: thin doors that take ids, call one service and let it record failure.
 
-``acks_late`` with ``reject_on_worker_lost`` (settings) hands a task whose worker process died
-back to the broker; the reaper (``runs_reap_stale``, run every ``REAP_INTERVAL_S`` by every
-worker) fails runs whose worker stopped beating, and a redelivered task of a final run is a no-op.
+Tasks are ``acks_late`` with ``reject_on_worker_lost`` (settings): a message leaves the broker
+only once its task has returned, so one held by a worker that dies goes back to the queue (at
+once when only a pool process died, after the broker's visibility timeout when the whole worker
+did). Each task first *claims* its run or chunk in the database, so a redelivered copy of a task
+that is done or computing elsewhere does nothing. The reaper (``runs_reap_stale``, run every
+``reap_interval_s()`` by every worker) queues again the started work whose lease expired.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutdown
@@ -18,7 +20,11 @@ from scenarios import queue, services
 
 logger = logging.getLogger(__name__)
 
-REAP_INTERVAL_S = 30.0
+
+def reap_interval_s() -> float:
+    """How often each worker looks for lost work: half the stale limit, at most 30 s, so lost
+    work is queued again within 1.5 x ``TWIN_RUN_STALE_S``."""
+    return max(0.5, min(30.0, services.stale_after_s() / 2))
 
 
 @shared_task(name=queue.RUN_EXECUTE, acks_late=True)
@@ -28,28 +34,30 @@ def run_execute(run_id: int) -> str:
 
 
 @shared_task(name=queue.RUN_CHUNK, acks_late=True)
-def run_chunk(run_id: int, index: int, total: int, chunk: dict[str, Any]) -> dict[str, Any]:
-    """Compute one chunk of a split run (JSON in, JSON out; never raises)."""
-    return services.run_chunk_compute(run_id=run_id, index=index, total=total, chunk=chunk)
+def run_chunk(run_id: int, index: int, *legacy) -> str:
+    """Compute one chunk of a split run (its input is in the database) and merge after the last
+    one. ``legacy`` swallows the (total, chunk) arguments of messages queued before an upgrade."""
+    return services.run_chunk_compute(run_id=run_id, index=index)
 
 
 @shared_task(name=queue.RUN_MERGE, acks_late=True)
-def run_merge(results: list[dict[str, Any]], run_id: int) -> str:
-    """The chord callback: merge the chunk results and finish the run."""
-    return services.run_merge(run_id=run_id, results=results)
+def run_merge(*legacy, run_id: int) -> str:
+    """Merge a split run whose chunks are all done (queued by the reaper when the worker that
+    finished the last chunk was lost before merging)."""
+    return services.run_merge(run_id=run_id)
 
 
 @shared_task(name="scenarios.runs_reap_stale")
 def runs_reap_stale() -> list[int]:
-    """Fail runs whose worker stopped sending heartbeats."""
-    return services.runs_reap_stale()
+    """Queue again the work of lost workers; return the runs failed after too many attempts."""
+    return services.runs_reap_stale().failed
 
 
 class _Reaper:
     """A daemon thread in each worker calling the reaper periodically (no beat needed)."""
 
-    def __init__(self, interval_s: float = REAP_INTERVAL_S):
-        self.interval_s = interval_s
+    def __init__(self, interval_s: float | None = None):
+        self.interval_s = reap_interval_s() if interval_s is None else interval_s
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="run-reaper", daemon=True)
 

@@ -31,6 +31,8 @@ DEBUG = env_bool("DEBUG", True)
 # DEBUG is off (see twin/checks.py).
 INSECURE_DEFAULT_SECRET_KEY = "django-insecure-cluster-twin-local-development-only"
 SECRET_KEY = os.environ.get("SECRET_KEY", INSECURE_DEFAULT_SECRET_KEY)
+# twin.E002 already refuses the embedded key; Django's own weak-key warning would say it twice.
+SILENCED_SYSTEM_CHECKS = ["security.W009"] if SECRET_KEY == INSECURE_DEFAULT_SECRET_KEY else []
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()
 ]
@@ -155,10 +157,13 @@ else:
         }
     }
 
-# A running task refreshes its run's heartbeat this often; a run whose heartbeat is older than
-# TWIN_RUN_STALE_S is failed by the reaper (a worker was killed mid-run).
+# A task computing a run or a chunk refreshes its lease (heartbeat) this often; started work
+# whose lease is older than TWIN_RUN_STALE_S is queued again by the reaper (its worker was
+# killed), at most TWIN_RUN_MAX_ATTEMPTS starts in all. Queued work is never judged
+# (docs/live-runs.md, "Busy queues and killed workers").
 TWIN_RUN_HEARTBEAT_S = float(os.environ.get("TWIN_RUN_HEARTBEAT_S", "5"))
 TWIN_RUN_STALE_S = float(os.environ.get("TWIN_RUN_STALE_S", "60"))
+TWIN_RUN_MAX_ATTEMPTS = int(os.environ.get("TWIN_RUN_MAX_ATTEMPTS", "3"))
 
 # The run kinds this installation computes (scenarios/kinds/: one module each, exposing KIND).
 # TWIN_EXTRA_RUN_KINDS (comma separated module paths) adds plug-in kinds without editing this file.
@@ -171,13 +176,22 @@ TWIN_RUN_KINDS = [
     *[m.strip() for m in os.environ.get("TWIN_EXTRA_RUN_KINDS", "").split(",") if m.strip()],
 ]
 
+# A message is acknowledged only after its task returned (acks_late), and given back when the
+# pool process running it dies (reject_on_worker_lost); one message per process is reserved.
+# The Redis broker redelivers a message a dead worker held after the visibility timeout: it
+# bounds the wait of work reserved but not started (a redelivered copy of started work finds
+# its run or chunk claimed and does nothing, so a short timeout costs no double work). Started
+# work is recovered sooner by the reaper (TWIN_RUN_STALE_S).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TWIN_CELERY_QUEUE", "celery")
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": float(os.environ.get("TWIN_BROKER_VISIBILITY_TIMEOUT_S", "300"))
+}
 
 # --- REST API (/api/, docs/api.md) ------------------------------------------------------------
 # Largest request body the API reads (413 past it); scenario files themselves stop at 1 MiB.

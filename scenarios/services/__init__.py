@@ -20,7 +20,9 @@ from scenarios.services.execution import (
     run_merge,
 )
 from scenarios.services.runs import (
+    Reaped,
     heartbeat_interval_s,
+    max_attempts,
     run_cancel,
     run_delete,
     run_start,
@@ -38,11 +40,13 @@ from scenarios.services.scenarios import (
 )
 
 __all__ = [
+    "Reaped",
     "RunCancelled",
     "RunProgress",
     "design_cluster",
     "error_text",
     "heartbeat_interval_s",
+    "max_attempts",
     "run_cancel",
     "run_chunk_compute",
     "run_delete",

@@ -1,24 +1,28 @@
-"""Computing runs (what the Celery tasks call): mark running, compute in one piece or split into
-chunks for other workers, merge, save results, fail with a readable message."""
+"""Computing runs (what the Celery tasks call): claim, compute in one piece or split into chunks
+for other workers, merge once every chunk is done, save results, fail with a readable message.
+Every step claims its run or chunk with one conditional UPDATE first, so a redelivered task
+does nothing twice."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+import uuid
+from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 
 from scenarios import broadcast, queue
-from scenarios.choices import ACTIVE_STATUSES, RunStatus
+from scenarios.choices import ChunkState, RunStatus
 from scenarios.kinds import RunContext, RunOutput, run_kind
-from scenarios.models import Run, RunArray
-from scenarios.services.runs import heartbeat_interval_s
+from scenarios.models import Run, RunArray, RunChunk
+from scenarios.services.runs import MERGING, heartbeat_interval_s, stale_after_s
 from scenarios.storage import array_to_bytes
 from topology.fabric.jsonsafe import json_safe
 
@@ -86,11 +90,13 @@ class RunProgress:
 
 
 class Heartbeat:
-    """A daemon thread refreshing ``Run.heartbeat`` every ``heartbeat_interval_s()`` while a task
-    computes (the core may not call back for a long while on a big design)."""
+    """A daemon thread refreshing ``Run.heartbeat`` (and the chunk's, when computing one) every
+    ``heartbeat_interval_s()`` while a task computes: the lease the reaper judges, renewed only
+    by a process that is really computing (the core may not call back for a long while)."""
 
-    def __init__(self, run_id: int):
+    def __init__(self, run_id: int, chunk_id: int | None = None):
         self.run_id = run_id
+        self.chunk_id = chunk_id
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"run-{run_id}-heartbeat", daemon=True)
 
@@ -106,7 +112,10 @@ class Heartbeat:
         interval = heartbeat_interval_s()
         try:
             while not self._stop.wait(interval):
-                Run.objects.filter(pk=self.run_id, status=RunStatus.RUNNING).update(heartbeat=timezone.now())
+                now = timezone.now()
+                Run.objects.filter(pk=self.run_id, status=RunStatus.RUNNING).update(heartbeat=now)
+                if self.chunk_id is not None:
+                    RunChunk.objects.filter(pk=self.chunk_id, state=ChunkState.RUNNING).update(heartbeat=now)
         except Exception:
             logger.exception("heartbeat of run %s stopped", self.run_id)
         finally:
@@ -114,10 +123,16 @@ class Heartbeat:
 
 
 def run_mark_running(*, run_id: int) -> Run | None:
-    """Move a queued run to running (None if it is already final: cancelled, reaped, done)."""
+    """Claim a queued run and move it to running (None if another delivery of its task already
+    claimed it, or it is final: cancelled, failed, done)."""
     now = timezone.now()
-    updated = Run.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES).update(
-        status=RunStatus.RUNNING, started=now, heartbeat=now, stage="starting", error=""
+    updated = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING,
+        started=now,
+        heartbeat=now,
+        stage="starting",
+        error="",
+        attempts=F("attempts") + 1,
     )
     if not updated:
         return None
@@ -145,8 +160,9 @@ def _load(run: Run, *, pin: bool) -> RunContext:
 def run_execute(*, run_id: int) -> str:
     """Run a queued run: compute it in this process, or split it into chunks for other workers.
 
-    Returns what happened: ``"skipped"`` (already final), ``"split"`` (chunks dispatched; the
-    merge task finishes the run), ``"succeeded"``, ``"failed"`` or ``"cancelled"``.
+    Returns what happened: ``"skipped"`` (claimed by another delivery, or final), ``"split"``
+    (chunks queued; the worker saving the last one merges), ``"succeeded"``, ``"failed"`` or
+    ``"cancelled"``.
     """
     run = run_mark_running(run_id=run_id)
     if run is None:
@@ -157,10 +173,7 @@ def run_execute(*, run_id: int) -> str:
             spec = run_kind(run.kind)
             chunks = spec.split(context)
             if chunks is not None and len(chunks) > 1:
-                Run.objects.filter(pk=run.pk).update(
-                    stage=f"0/{len(chunks)} chunks", heartbeat=timezone.now()
-                )
-                queue.dispatch_chunks(run.pk, chunks)
+                _dispatch_chunks(run, chunks)
                 return "split"
             output = spec.execute(context, RunProgress(run))
             return run_finish(run=run, output=output)
@@ -171,42 +184,97 @@ def run_execute(*, run_id: int) -> str:
         return run_fail(run=run, error=error_text(exc))
 
 
-def run_chunk_compute(*, run_id: int, index: int, total: int, chunk: dict[str, Any]) -> dict[str, Any]:
-    """Compute one chunk of a split run; never raises (errors come back as ``{"error": ...}``).
+def _dispatch_chunks(run: Run, chunks: list[dict[str, Any]]) -> None:
+    """Save one ``RunChunk`` row per chunk (their state is what the reaper judges), then queue
+    one task each; the worker finishing the last chunk merges."""
+    rows = RunChunk.objects.bulk_create(
+        RunChunk(run=run, index=i, spec=chunk, task_id=str(uuid.uuid4())) for i, chunk in enumerate(chunks)
+    )
+    Run.objects.filter(pk=run.pk).update(stage=waiting_stage(0, len(rows)), heartbeat=timezone.now())
+    for row in rows:
+        queue.enqueue_chunk(run.pk, row.index, row.task_id)
 
-    Returns
-    -------
-    dict
-        The kind's JSON chunk result, or ``{"error": msg}`` / ``{"cancelled": True}``.
+
+def waiting_stage(done: int, total: int) -> str:
+    """The stage of a split run between its chunks: how many are done, how many still wait."""
+    return f"{done}/{total} chunks done, waiting for {total - done} (queued or computing)"
+
+
+def _claim_chunk(run_id: int, index: int) -> RunChunk | None:
+    """Take one chunk of a running run for this worker: a queued one, or one whose worker's
+    lease expired. None when it is done or computing elsewhere (a redelivered duplicate)."""
+    now = timezone.now()
+    expired = now - timedelta(seconds=stale_after_s())
+    claimed = (
+        RunChunk.objects.filter(run_id=run_id, index=index, run__status=RunStatus.RUNNING)
+        .filter(Q(state=ChunkState.QUEUED) | Q(state=ChunkState.RUNNING, heartbeat__lt=expired))
+        .update(state=ChunkState.RUNNING, heartbeat=now, attempts=F("attempts") + 1)
+    )
+    return RunChunk.objects.get(run_id=run_id, index=index) if claimed else None
+
+
+def run_chunk_compute(*, run_id: int, index: int) -> str:
+    """Compute one chunk of a split run, save its result and merge if it was the last one.
+
+    Returns ``"skipped"`` (done already, computing elsewhere, or the run is final), ``"waiting"``
+    (saved; other chunks still to come), or what the merge returned. An error fails the run.
     """
-    run = Run.objects.select_related("scenario", "scenario__design").filter(pk=run_id).first()
-    if run is None or run.status != RunStatus.RUNNING:
-        return {"cancelled": True}
+    chunk = _claim_chunk(run_id, index)
+    if chunk is None:
+        return "skipped"
+    run = Run.objects.select_related("scenario", "scenario__design").get(pk=run_id)
     try:
-        with Heartbeat(run.pk):
-            Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(heartbeat=timezone.now())
+        with Heartbeat(run.pk, chunk.pk):
             context = _load(run, pin=False)
-            return run_kind(run.kind).compute_chunk(context, chunk, RunProgress(run))
+            result = run_kind(run.kind).compute_chunk(context, chunk.spec, RunProgress(run))
     except RunCancelled:
-        return {"cancelled": True}
+        return "cancelled"
     except Exception as exc:
         _log_failure(run_id, exc, chunk=index)
-        return {"error": error_text(exc)}
+        return run_fail(run=run, error=error_text(exc))
+    # A chunk computed twice (its lease expired while it was still alive) counts once.
+    RunChunk.objects.filter(pk=chunk.pk).exclude(state=ChunkState.DONE).update(
+        state=ChunkState.DONE, result=json_safe(result), heartbeat=timezone.now()
+    )
+    return run_merge(run_id=run_id)
 
 
-def run_merge(*, run_id: int, results: list[dict[str, Any]]) -> str:
-    """Merge the chunk results of a split run exactly and finish it (the chord's callback)."""
-    run = Run.objects.select_related("scenario", "scenario__design").filter(pk=run_id).first()
-    if run is None or run.status != RunStatus.RUNNING:
+def _claim_merge(run_id: int) -> str:
+    """``"claimed"`` when this process takes the merge: every chunk is done and nobody merges
+    already (``stage`` is "merging" with a live heartbeat while someone does); ``"waiting"``
+    while chunks are still to come; ``"skipped"`` when the run is final or merged elsewhere."""
+    chunks = RunChunk.objects.filter(run_id=run_id)
+    done = chunks.filter(state=ChunkState.DONE).count()
+    total = chunks.count()
+    if not total:  # not split (a merge message queued before an upgrade): nothing to merge
         return "skipped"
-    errors = [r["error"] for r in results if isinstance(r, dict) and r.get("error")]
-    if errors:
-        return run_fail(run=run, error=errors[0])
-    if any(isinstance(r, dict) and r.get("cancelled") for r in results):
-        return "cancelled"
+    if done < total:
+        Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).exclude(stage=MERGING).update(
+            stage=waiting_stage(done, total)
+        )
+        return "waiting"
+    now = timezone.now()
+    expired = now - timedelta(seconds=stale_after_s())
+    claimed = (
+        Run.objects.filter(pk=run_id, status=RunStatus.RUNNING)
+        .exclude(stage=MERGING, heartbeat__gte=expired)
+        .update(stage=MERGING, heartbeat=now)
+    )
+    return "claimed" if claimed else "skipped"
+
+
+def run_merge(*, run_id: int) -> str:
+    """Merge the chunk results of a split run (in chunk order, exactly) and finish it once every
+    chunk is done; ``"waiting"`` before that, ``"skipped"`` if it is final or merged elsewhere."""
+    claim = _claim_merge(run_id)
+    if claim != "claimed":
+        return claim
+    run = Run.objects.select_related("scenario", "scenario__design").get(pk=run_id)
+    results = list(RunChunk.objects.filter(run_id=run_id).order_by("index").values_list("result", flat=True))
     try:
-        context = _load(run, pin=False)
-        return run_finish(run=run, output=run_kind(run.kind).merge(context, results))
+        with Heartbeat(run.pk):
+            context = _load(run, pin=False)
+            return run_finish(run=run, output=run_kind(run.kind).merge(context, results))
     except Exception as exc:
         _log_failure(run_id, exc, chunk="merge")
         return run_fail(run=run, error=error_text(exc))

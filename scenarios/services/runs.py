@@ -1,11 +1,12 @@
-"""The life cycle of runs as users and operators drive it: start, cancel, and reap the runs
-whose worker died."""
+"""The life cycle of runs as users and operators drive it: start, cancel, and give the work of a
+worker that died to another one."""
 
 from __future__ import annotations
 
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -15,13 +16,20 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scenarios import broadcast, queue
-from scenarios.choices import ACTIVE_STATUSES, RunStatus
+from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
-from scenarios.models import Run, Scenario
+from scenarios.models import Run, RunChunk, Scenario
 from scenarios.scenario_file import saved_scenario_check
 from twin.permissions import CHANGE, RUN, require
 
 logger = logging.getLogger(__name__)
+
+#: Stages that are also states of a split run's merge (see ``execution.run_merge``).
+MERGING = "merging"
+MERGE_QUEUED = "merge queued (its worker was lost)"
+#: The stage of a run queued again because the worker computing it was lost.
+REQUEUED = "queued again: its worker was lost"
+NOT_DONE = (ChunkState.QUEUED, ChunkState.RUNNING)
 
 
 def heartbeat_interval_s() -> float:
@@ -32,6 +40,12 @@ def heartbeat_interval_s() -> float:
 def stale_after_s() -> float:
     """A running run whose heartbeat is older than this is reaped (``TWIN_RUN_STALE_S``, 60 s)."""
     return float(getattr(settings, "TWIN_RUN_STALE_S", 60.0))
+
+
+def max_attempts() -> int:
+    """How many times a run or one chunk may be started before its run fails as "worker lost"
+    (``TWIN_RUN_MAX_ATTEMPTS``, 3)."""
+    return int(getattr(settings, "TWIN_RUN_MAX_ATTEMPTS", 3))
 
 
 def run_start(
@@ -82,47 +96,105 @@ def run_cancel(*, run: Run, user) -> Run:
     return run
 
 
-def runs_reap_stale(*, stale_after: float | None = None, now=None, queued_too: bool = False) -> list[int]:
-    """Fail running runs whose worker stopped sending heartbeats; return their ids.
+@dataclass(frozen=True)
+class Reaped:
+    """What one pass of the reaper did: runs queued again, chunks queued again, merges queued
+    (their worker was lost), and runs failed (their work was lost too often)."""
 
-    A worker killed mid-run (OOM, SIGKILL, a lost host) stops refreshing ``Run.heartbeat``; a
-    run whose heartbeat (or start, if it never beat) is older than ``stale_after`` seconds
-    (default ``stale_after_s()``) is marked failed with an explanation, and its page is told.
-    With ``queued_too`` queued runs created before that moment fail too (embedded mode after a
-    restart: the in-memory queue that held them is gone). A redelivered task of a reaped run
-    finds it final and does nothing.
+    requeued: list[int] = field(default_factory=list)
+    chunks_requeued: list[tuple[int, int]] = field(default_factory=list)
+    merges_queued: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+
+def runs_reap_stale(*, stale_after: float | None = None, now=None) -> Reaped:
+    """Give the work of a lost worker to another one, judged by the state of each run's tasks.
+
+    A task that is computing refreshes its lease (``Run.heartbeat``, and ``RunChunk.heartbeat``
+    for a chunk) every ``heartbeat_interval_s()``; only a *started* task whose lease is older
+    than ``stale_after`` (default ``stale_after_s()``) is lost. Queued runs and queued chunks
+    wait for a worker however long the queue is; they are never judged. A lost run or chunk is
+    queued again (a redelivered copy of its old task finds it claimed or done and does nothing),
+    at most ``max_attempts()`` starts in all, then its run fails ("worker lost"). A split run
+    whose chunks are all done but whose merge was lost gets its merge queued.
     """
     stale_after = stale_after_s() if stale_after is None else stale_after
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=stale_after)
-    stale = (
-        Q(heartbeat__lt=cutoff)
-        | Q(heartbeat__isnull=True, started__lt=cutoff)
-        | Q(heartbeat__isnull=True, started__isnull=True, created__lt=cutoff)
+    lost = Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True, started__lt=cutoff)
+    report = Reaped()
+    running = Run.objects.filter(status=RunStatus.RUNNING)
+    for run in running.filter(lost).filter(chunks__isnull=True):
+        _requeue_run(run, cutoff, report)
+    for chunk in RunChunk.objects.filter(
+        run__status=RunStatus.RUNNING, state=ChunkState.RUNNING, heartbeat__lt=cutoff
+    ).select_related("run"):
+        _requeue_chunk(chunk, cutoff, report)
+    merge_lost = running.filter(lost, chunks__isnull=False).exclude(chunks__state__in=NOT_DONE)
+    for run_id in merge_lost.exclude(stage=MERGE_QUEUED).values_list("pk", flat=True).distinct():
+        if Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).filter(lost).update(stage=MERGE_QUEUED):
+            queue.enqueue_merge(run_id)
+            report.merges_queued.append(run_id)
+    if report.requeued or report.chunks_requeued or report.merges_queued or report.failed:
+        logger.warning("reaper: work of lost workers %s", report)
+    return report
+
+
+def _requeue_run(run: Run, cutoff, report: Reaped) -> None:
+    """Queue a lost run again under a new task id, or fail it after ``max_attempts()``."""
+    claim = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).filter(
+        Q(heartbeat__lt=cutoff) | Q(heartbeat__isnull=True)
     )
-    ids = list(Run.objects.filter(status=RunStatus.RUNNING).filter(stale).values_list("pk", flat=True))
-    if queued_too:
-        ids += list(
-            Run.objects.filter(status=RunStatus.QUEUED, created__lt=cutoff).values_list("pk", flat=True)
-        )
-    message = f"worker lost: no heartbeat for more than {stale_after:g} s (the worker was killed or stopped)"
-    reaped = []
-    for run_id in ids:
-        done = Run.objects.filter(pk=run_id, status__in=ACTIVE_STATUSES).update(
-            status=RunStatus.FAILED, error=message, finished=now, stage="failed"
-        )
-        if done:
-            reaped.append(run_id)
-            broadcast.publish_status(Run.objects.select_related("scenario").get(pk=run_id))
-    if reaped:
-        logger.warning("reaped stale runs %s", reaped)
-    return reaped
+    if run.attempts >= max_attempts():
+        _fail_lost(run.pk, run.attempts, report)
+        return
+    task_id = str(uuid.uuid4())
+    if claim.update(status=RunStatus.QUEUED, stage=REQUEUED, heartbeat=None, task_id=task_id):
+        queue.enqueue_run(run.pk, task_id)
+        report.requeued.append(run.pk)
+        _publish(run.pk)
+
+
+def _requeue_chunk(chunk: RunChunk, cutoff, report: Reaped) -> None:
+    """Queue a lost chunk again under a new task id, or fail its run after ``max_attempts()``."""
+    claim = RunChunk.objects.filter(pk=chunk.pk, state=ChunkState.RUNNING, heartbeat__lt=cutoff)
+    if chunk.attempts >= max_attempts():
+        _fail_lost(chunk.run_id, chunk.attempts, report)
+        return
+    task_id = str(uuid.uuid4())
+    if claim.update(state=ChunkState.QUEUED, heartbeat=None, task_id=task_id):
+        queue.enqueue_chunk(chunk.run_id, chunk.index, task_id)
+        report.chunks_requeued.append((chunk.run_id, chunk.index))
+
+
+def _fail_lost(run_id: int, attempts: int, report: Reaped) -> None:
+    """Fail a run whose work was lost ``attempts`` times (a chunk that kills its worker each
+    time, e.g. out of memory, must not go round forever)."""
+    message = (
+        f"worker lost: the worker computing it stopped {attempts} times "
+        "(killed, out of memory, or shut down); start the run again"
+    )
+    if Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+        status=RunStatus.FAILED, error=message, finished=timezone.now(), stage="failed"
+    ):
+        report.failed.append(run_id)
+        _publish(run_id)
+
+
+def _publish(run_id: int) -> None:
+    broadcast.publish_status(Run.objects.select_related("scenario").get(pk=run_id))
 
 
 def runs_fail_orphaned_on_start() -> list[int]:
-    """Embedded mode at start-up: the in-memory queue is new, so every active run is orphaned."""
+    """Embedded mode at start-up: the in-memory queue is new, so every active run is orphaned
+    (nothing will ever compute it); fail them all with an explanation."""
     close_old_connections()
-    return runs_reap_stale(stale_after=0.0, queued_too=True)
+    ids = list(Run.objects.active().values_list("pk", flat=True))
+    message = "worker lost: the server restarted while it was queued or running; start the run again"
+    Run.objects.filter(pk__in=ids, status__in=ACTIVE_STATUSES).update(
+        status=RunStatus.FAILED, error=message, finished=timezone.now(), stage="failed"
+    )
+    return ids
 
 
 def run_delete(*, run: Run, user) -> None:

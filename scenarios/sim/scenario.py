@@ -374,7 +374,9 @@ def check_scenario(scenario: Scenario, catalog) -> None:
     catalog : topology.fabric.specs.Catalog
     """
     cluster = scenario.effective_cluster()
-    server = _lookup(catalog.server, cluster.server, "cluster.server")
+    server = _lookup(
+        catalog.server, cluster.server, "what_if.server" if scenario.what_if.server else "cluster.server"
+    )
     gpu_slug = scenario.what_if.gpu or server.gpu
     gpu = _lookup(catalog.gpu, gpu_slug, "what_if.gpu" if scenario.what_if.gpu else "gpu")
     if cluster.switch is not None:

@@ -803,6 +803,12 @@ CASES: list[Case] = [
         "cluster.server: unknown slug 'dgx-z900'",
         sub("server: dgx-h100", "server: dgx-z900"),
     ),
+    _c(
+        "unknown-what-if-server.yaml",
+        "what_if.server names no catalog entry (the error names what_if, not cluster)",
+        "what_if.server: unknown slug 'dgx-z900'",
+        sub("what_if:\n", "what_if:\n  server: dgx-z900\n"),
+    ),
     # --- tags --------------------------------------------------------------------------------
     _c(
         "tag-python-object-apply.yaml",

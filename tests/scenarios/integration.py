@@ -49,7 +49,9 @@ def database_url_of_test_db() -> str:
 class Worker:
     """``celery -A twin worker`` in its own process group, on the test database."""
 
-    def __init__(self, *, queues: str = "celery", concurrency: int = 2, name: str = "test"):
+    def __init__(
+        self, *, queues: str = "celery", concurrency: int = 2, name: str = "test", env: dict | None = None
+    ):
         env = {
             **os.environ,
             "DATABASE_URL": database_url_of_test_db(),
@@ -59,6 +61,7 @@ class Worker:
             # the test suite's plug-in kind (tests/scenarios/toy_kind.py), registered the way any
             # installation adds one
             "TWIN_EXTRA_RUN_KINDS": TOY_KIND,
+            **(env or {}),
         }
         self.log_path = Path(f"/tmp/twin-test-worker-{name}-{os.getpid()}.log")
         self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())

@@ -185,3 +185,91 @@ async def test_full_asgi_stack_authenticates_by_session(redis_layer, live_scenar
     await comm.disconnect()
     anonymous = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=headers[:2])
     assert (await anonymous.connect())[0] is False
+
+
+async def test_run_consumer_answers_a_frame_that_is_not_json_with_an_error(redis_layer, live_scenario, user):
+    run = await sync_to_async(Run.objects.create)(scenario=live_scenario, status=RunStatus.RUNNING)
+    comm = communicator(f"/ws/runs/{run.pk}/", user)
+    await comm.connect()
+    await comm.receive_json_from(timeout=5)  # state
+    for frame in ({"text_data": "not json {"}, {"text_data": "[1, 2]"}, {"bytes_data": b"\xff\x00"}):
+        await comm.send_to(**frame)
+        answer = await comm.receive_json_from(timeout=5)
+        assert answer["type"] == "error" and "JSON" in answer["error"]
+    await comm.send_json_to({"type": "state"})
+    assert (await comm.receive_json_from(timeout=5))["type"] == "state"  # still open
+    await comm.disconnect()
+
+
+@pytest.fixture
+def named_redis_layer(settings):
+    """The Redis channel layer with a client name, so a test can drop its connections."""
+    from channels.layers import channel_layers
+
+    name = f"twin-test-{uuid.uuid4().hex[:8]}"
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": redis_url(), "client_name": name}], "prefix": name},
+        }
+    }
+    channel_layers.backends.clear()
+    yield name
+    channel_layers.backends.clear()
+
+
+def drop_blocking_connections(client_name: str) -> int:
+    """Close, from the Redis side, the layer's connections blocked reading a channel (what a
+    Redis restart or a network blip does to a consumer's receive)."""
+    import redis
+
+    admin = redis.Redis.from_url(redis_url())
+    ids = [c["id"] for c in admin.client_list() if c.get("name") == client_name and c["cmd"] == "bzpopmin"]
+    for client_id in ids:
+        admin.client_kill_filter(_id=client_id)
+    admin.close()
+    return len(ids)
+
+
+async def test_run_consumer_survives_a_dropped_layer_connection_and_resends_the_state(
+    named_redis_layer, live_scenario, user
+):
+    run = await sync_to_async(Run.objects.create)(scenario=live_scenario, status=RunStatus.RUNNING)
+    comm = communicator(f"/ws/runs/{run.pk}/", user)
+    await comm.connect()
+    await comm.receive_json_from(timeout=5)  # state
+    await asyncio.sleep(0.3)  # the consumer is blocked reading its channel
+    assert await sync_to_async(drop_blocking_connections)(named_redis_layer) >= 1
+    resent = await comm.receive_json_from(timeout=10)
+    assert resent["type"] == "state" and resent["run"]["id"] == run.pk
+    await sync_to_async(broadcast.publish_progress)(run, 0.5, "after the blip", force=True)
+    message = await comm.receive_json_from(timeout=5)
+    assert message["type"] == "progress" and message["stage"] == "after the blip"
+    await comm.disconnect()
+
+
+def final(message: dict) -> bool:
+    """Whether a stream message says the run succeeded (its status, or a resent state)."""
+    if message.get("type") == "status":
+        return message["status"] == RunStatus.SUCCEEDED
+    return message.get("type") == "state" and message["run"]["status"] == RunStatus.SUCCEEDED
+
+
+async def test_thirty_clients_on_one_run_all_receive_the_final_state(redis_layer, live_scenario, user):
+    run = await sync_to_async(Run.objects.create)(scenario=live_scenario, status=RunStatus.QUEUED)
+    clients = [communicator(f"/ws/runs/{run.pk}/", user) for _ in range(30)]
+    connected = await asyncio.gather(*(c.connect(timeout=10) for c in clients))
+    assert all(ok for ok, _ in connected)
+    await asyncio.gather(*(c.receive_json_from(timeout=10) for c in clients))  # states
+
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(status=RunStatus.SUCCEEDED, progress=1.0)
+    done = await sync_to_async(Run.objects.select_related("scenario").get)(pk=run.pk)
+    await sync_to_async(broadcast.publish_status)(done)
+
+    async def until_final(comm) -> bool:
+        while not final(await comm.receive_json_from(timeout=10)):
+            pass
+        return True
+
+    assert all(await asyncio.gather(*(until_final(c) for c in clients)))
+    await asyncio.gather(*(c.disconnect() for c in clients))

@@ -208,19 +208,61 @@ def test_progress_callback_raises_once_the_run_is_cancelled(scenario):
         progress.check_cancelled()
 
 
-def test_runs_reap_stale_fails_runs_without_heartbeat(scenario):
+def test_runs_reap_stale_requeues_started_runs_whose_lease_expired(
+    scenario, django_capture_on_commit_callbacks
+):
     now = timezone.now()
     stale = Run.objects.create(
-        scenario=scenario, status=RunStatus.RUNNING, started=now, heartbeat=now - timedelta(seconds=120)
+        scenario=scenario,
+        status=RunStatus.RUNNING,
+        started=now,
+        heartbeat=now - timedelta(seconds=120),
+        attempts=1,
     )
     fresh = Run.objects.create(scenario=scenario, status=RunStatus.RUNNING, started=now, heartbeat=now)
-    queued = Run.objects.create(scenario=scenario, status=RunStatus.QUEUED)
-    assert services.runs_reap_stale(stale_after=60, now=now) == [stale.pk]
+    queued = Run.objects.create(scenario=scenario, status=RunStatus.QUEUED, created=now - timedelta(hours=2))
+    report = services.runs_reap_stale(stale_after=60, now=now)
+    assert report.requeued == [stale.pk] and report.failed == []
     stale.refresh_from_db()
     fresh.refresh_from_db()
     queued.refresh_from_db()
-    assert stale.status == RunStatus.FAILED and "worker lost" in stale.error
+    assert stale.status == RunStatus.QUEUED and stale.stage.startswith("queued again")
     assert fresh.status == RunStatus.RUNNING and queued.status == RunStatus.QUEUED
+
+
+def test_runs_reap_stale_fails_a_run_lost_max_attempts_times(scenario):
+    now = timezone.now()
+    doomed = Run.objects.create(
+        scenario=scenario,
+        status=RunStatus.RUNNING,
+        started=now,
+        heartbeat=now - timedelta(seconds=120),
+        attempts=services.max_attempts(),
+    )
+    assert services.runs_reap_stale(stale_after=60, now=now).failed == [doomed.pk]
+    doomed.refresh_from_db()
+    assert doomed.status == RunStatus.FAILED and "worker lost" in doomed.error and "3 times" in doomed.error
+
+
+def test_runs_reap_stale_leaves_queued_chunks_and_requeues_lost_ones(scenario):
+    from scenarios.choices import ChunkState
+    from scenarios.models import RunChunk
+
+    now = timezone.now()
+    old = now - timedelta(seconds=600)
+    run = Run.objects.create(
+        scenario=scenario, status=RunStatus.RUNNING, started=old, heartbeat=old, attempts=1
+    )
+    waiting = RunChunk.objects.create(run=run, index=0, state=ChunkState.QUEUED)
+    lost = RunChunk.objects.create(run=run, index=1, state=ChunkState.RUNNING, heartbeat=old, attempts=1)
+    live = RunChunk.objects.create(run=run, index=2, state=ChunkState.RUNNING, heartbeat=now, attempts=1)
+    report = services.runs_reap_stale(stale_after=60, now=now)
+    assert report.chunks_requeued == [(run.pk, 1)] and report.failed == report.requeued == []
+    states = dict(RunChunk.objects.filter(run=run).values_list("index", "state"))
+    assert states == {0: ChunkState.QUEUED, 1: ChunkState.QUEUED, 2: ChunkState.RUNNING}
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING
+    assert waiting.index == 0 and lost.index == 1 and live.index == 2
 
 
 def test_json_safe_replaces_non_finite_numbers():

@@ -37,6 +37,12 @@ def test_a_missing_secret_key_is_one_error_said_once():
     out = _check(PRODUCTION)
     assert out.returncode != 0
     assert out.stderr.count("SECRET_KEY: set a secret value when DEBUG is off.") == 1, out.stderr
+    assert "identified 1 issue" in out.stderr and "W009" not in out.stderr, out.stderr
+
+
+def test_a_weak_secret_key_of_ones_own_still_gets_django_s_warning():
+    out = _check({**PRODUCTION, "SECRET_KEY": "short"})
+    assert out.returncode != 0 and "security.W009" in out.stderr, out.stderr
 
 
 def test_the_production_variables_are_documented_with_their_defaults():

@@ -49,5 +49,6 @@ urlpatterns = [
         name="catalog-entry",
     ),
     *router.urls,
-    re_path(r"^(?P<rest>.*)$", not_found, name="not-found"),
+    # [\s\S], not ".": a path holding a newline (%0A) is an API path too, answered in JSON
+    re_path(r"^(?P<rest>[\s\S]*)$", not_found, name="not-found"),
 ]
