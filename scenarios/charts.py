@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS
 
 #: One color per step-time component / memory component (Tableau 10 order).
 PALETTE = (
@@ -179,6 +179,37 @@ PHASE_COLORS = {
 #: Bars a timeline chart draws at most (a browser stays responsive); beyond it the chart shows
 #: evenly spaced stages, first and last included, and says which.
 TIMELINE_MAX_BARS = 24_000
+
+
+def overlap_figure(summary: dict[str, Any]) -> go.Figure:
+    """Per communication kind, the seconds per step it costs the step (exposed) and the seconds
+    the overlap hid behind compute: what the stack's overlap buys, kind by kind."""
+    breakdown, hidden = summary.get("breakdown") or {}, summary.get("hidden") or {}
+    kinds = [k for k in OVERLAP_KEYS if breakdown.get(k) or hidden.get(k)]
+    names = [BREAKDOWN_LABELS.get(k, k).replace(" (exposed)", "") for k in kinds]
+    figure = go.Figure(
+        layout=_layout(
+            "Communication: exposed and hidden",
+            barmode="stack",
+            xaxis={"title": {"text": "seconds per step"}, "gridcolor": "#eee"},
+            yaxis={"automargin": True, "autorange": "reversed"},
+        )
+    )
+    for name, source, color in (
+        ("Exposed (in the step time)", breakdown, PALETTE[2]),
+        ("Hidden behind compute", hidden, PALETTE[9]),
+    ):
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                y=names,
+                x=[float(source.get(k, 0.0)) for k in kinds],
+                orientation="h",
+                marker_color=color,
+                hovertemplate="%{x:.4f} s<extra>" + name + "</extra>",
+            )
+        )
+    return figure
 
 
 def timeline_figure(timeline) -> go.Figure:

@@ -45,6 +45,7 @@ class StepKind(RunKind):
         Figure("time_to_train_days", "Time to train", duration_days, lower_is_better=True),
         Figure("memory_gib_per_gpu", "Memory per GPU", lambda v: f"{v:.1f} GiB", lower_is_better=True),
         Figure("fits", "Fits in HBM", lambda v: "yes" if v else "no"),
+        Figure("memory_headroom_gib", "HBM headroom", lambda v: f"{v:+.1f} GiB", lower_is_better=False),
         Figure("max_link_utilization", "Hottest link", lambda v: percent(v, 0), lower_is_better=True),
         Figure("gpus", "GPUs", count),
         Figure("idle_gpus", "Idle GPUs (not in the job)", count),
@@ -98,6 +99,10 @@ class StepKind(RunKind):
         out = [
             charts.chart("breakdown", "Step-time breakdown", charts.breakdown_figure([label], [summary])),
         ]
+        if any((summary.get("hidden") or {}).values()):
+            out.append(
+                charts.chart("overlap", "Communication: exposed and hidden", charts.overlap_figure(summary))
+            )
         timeline = stored_timeline(run)
         if timeline is not None:
             out.append(charts.chart("timeline", "Pipeline timeline", charts.timeline_figure(timeline)))

@@ -360,6 +360,27 @@ def test_run_charts_by_kind(client, user, scenario):
     assert figure["data"][0]["x"] == [8, 16] and figure["data"][1]["y"] == [1.0, 0.75]
 
 
+def test_step_run_shows_what_the_overlap_hides_kind_by_kind(client, user, scenario):
+    """A run whose stack hid communication behind compute gets an exposed-vs-hidden chart in
+    words, one bar per communication kind that costs or hides anything, and its headroom."""
+    run = _succeeded_run(
+        scenario,
+        step_time_s=2.0,
+        breakdown={"compute": 1.7, "tp": 0.2, "dp": 0.1},
+        memory={"weights": 10.0},
+    )
+    run.summary |= {"hidden": {"tp": 0.3, "cp": 0.0, "dp": 0.6}, "memory_headroom_gib": 9.9}
+    run.save(update_fields=["summary"])
+    client.force_login(user)
+    charts = client.get(reverse("scenarios:run-charts", args=[run.pk])).json()["charts"]
+    assert [c["id"] for c in charts] == ["breakdown", "overlap", "memory"]
+    exposed, hidden = charts[1]["figure"]["data"]
+    assert exposed["y"] == ["Tensor-parallel comm.", "Data-parallel comm."]
+    assert exposed["x"] == [0.2, 0.1] and hidden["x"] == [0.3, 0.6]
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "HBM headroom" in page and "+9.9 GiB" in page
+
+
 # --- comparison ---------------------------------------------------------------------------------
 
 
