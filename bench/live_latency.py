@@ -104,6 +104,21 @@ RECORDER = """
 """
 
 
+def logged_in_page(playwright, port: int):
+    """Debian Chromium logged in as the seeded bench user on the daphne at ``port``:
+    (browser, page)."""
+    from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
+
+    browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    page = browser.new_page()
+    page.goto(f"http://127.0.0.1:{port}/login/")
+    page.fill("input[name=username]", "bench")
+    page.fill("input[name=password]", "bench-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return browser, page
+
+
 def publish(broadcast, run, messages: int, interval_ms: float) -> None:
     for i in range(messages):
         broadcast.publish_progress(run, (i + 1) / messages, f"message {i + 1}")
@@ -127,19 +142,12 @@ def main() -> None:
         env = setup_environment(var_dir)
         run = seed()
         from scenarios import broadcast
-        from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
 
         port = free_port()
         daphne = start_daphne(env, port)
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-                page = browser.new_page()
-                page.goto(f"http://127.0.0.1:{port}/login/")
-                page.fill("input[name=username]", "bench")
-                page.fill("input[name=password]", "bench-pass-123")
-                page.click("button[type=submit]")
-                page.wait_for_load_state()
+                browser, page = logged_in_page(p, port)
                 page.evaluate(RECORDER, [f"/ws/runs/{run.pk}/", args.messages])
                 # Publish from a thread of its own, as a worker process does (Playwright's sync API
                 # keeps an event loop in this one).

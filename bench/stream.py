@@ -21,7 +21,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from live_latency import free_port, percentile, seed, setup_environment, start_daphne
+from live_latency import free_port, logged_in_page, percentile, seed, setup_environment, start_daphne
 
 CLIENTS = """
 ([path, count]) => new Promise((resolve) => {
@@ -81,19 +81,12 @@ def main() -> None:
         from scenarios.models import Run
 
         Run.objects.filter(pk=run.pk).update(status="queued")
-        from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
 
         port = free_port()
         daphne = start_daphne(env, port)
         try:
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-                page = browser.new_page()
-                page.goto(f"http://127.0.0.1:{port}/login/")
-                page.fill("input[name=username]", "bench")
-                page.fill("input[name=password]", "bench-pass-123")
-                page.click("button[type=submit]")
-                page.wait_for_load_state()
+                browser, page = logged_in_page(p, port)
                 page.evaluate(CLIENTS, [f"/ws/runs/{run.pk}/", args.clients])
                 # The worker plays in a thread of its own (Playwright's sync API keeps an event
                 # loop in this one, where Django refuses database calls).
