@@ -103,12 +103,13 @@ def test_worker_sigkilled_mid_chunk_loses_no_run(design_scenario, user, own_queu
     doomed = worker(own_queue, "doomed")
     try:
         runs = start_all(design_scenario, user, [slow_sweep, *MIX, slow_sweep])
+        # Kill the moment a slow sweep's chunk (a 32k-GPU prediction or more: hundreds of ms)
+        # is claimed, so the kill lands mid-chunk however fast the machine is.
+        running = RunChunk.objects.filter(run__in=[runs[0], runs[-1]], state=ChunkState.RUNNING)
         deadline = time.monotonic() + 90
-        while not RunChunk.objects.filter(run__in=runs, state=ChunkState.RUNNING).exists():
+        while not (killed_chunks := list(running.all())):  # .all(): a fresh query each time
             assert time.monotonic() < deadline, "no chunk started"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        killed_chunks = list(RunChunk.objects.filter(run__in=runs, state=ChunkState.RUNNING))
+            time.sleep(0.02)
         doomed.kill()
     finally:
         doomed.stop()
