@@ -11,7 +11,8 @@ model TFLOP/s per GPU (or by tokens/s, derived in their file). Then **leave one 
 for each source family (the file a row comes from, ``-table*`` / ``-more`` suffixes folded),
 the catalog's one fitted constant per GPU type (``gemm_max``) is refitted without that family's
 rows and the family's median error is reported; a GPU type left with no fitted row takes the
-refitted value of the other (as the catalog does for GPUs without a measurement).
+refitted value of its sibling (``SIBLINGS``, the catalog's own carry-over rule for GPUs without a
+measurement), else the mean of the refitted values.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from topology.fabric.specs import load_catalog
 
 #: Search interval of ``gemm_max`` for the leave-one-source-out refits.
 GEMM_MAX_RANGE = (0.40, 0.90)
+#: The GPU whose constant a GPU without a measurement carries over (the catalog's
+#: ``sources.efficiency``: same compute die, or the same Blackwell GPU in another system).
+SIBLINGS = {"b200": "gb200", "gb200": "b200", "h200-sxm": "h100-sxm", "mi300x": "h100-sxm"}
 
 
 def family(case) -> str:
@@ -152,14 +156,15 @@ def leave_one_source_out(catalog, fitted_cases, held_out_cases) -> dict[str, flo
             fitted[slug] = refit_gemm_max(rows, [i for i in train if gpus[i] == slug], catalog, slug)
         test = [i for i, case in enumerate(cases) if family(case) == name]
         orphans = {gpus[i] for i in test} - set(fitted)
-        carry = float(np.mean(list(fitted.values())))
-        refitted = with_gemm_max(catalog, {**fitted, **dict.fromkeys(orphans, carry)})
+        mean = float(np.mean(list(fitted.values())))
+        carried = {slug: fitted.get(SIBLINGS.get(slug), mean) for slug in orphans}
+        refitted = with_gemm_max(catalog, {**fitted, **carried})
         errors = np.abs(rows.errors(refitted, test))
         kind = "held out" if all(i >= n_fitted for i in test) else "fitted"
         print(
             f"  {name:24s} ({kind}, {len(test)} rows): median |error| {np.median(errors):6.1%}, "
             f"max {errors.max():6.1%}; gemm_max refitted without it: "
-            + ", ".join(f"{k} {v:.3f}" for k, v in {**fitted, **dict.fromkeys(orphans, carry)}.items())
+            + ", ".join(f"{k} {v:.3f}" for k, v in {**fitted, **carried}.items())
         )
         out[name] = float(np.median(errors))
     return out

@@ -25,9 +25,10 @@ HELD_OUT_DIR = REPO_ROOT / "docs" / "calibration"
 #: Fitted rows the project adds for GPU types the shared set has no row of (B200).
 FITTED_EXTRA_DIR = HELD_OUT_DIR / "fitted"
 #: The step-time model's stated uncertainty: the largest held-out step-time error
-#: ``bench/calibration.py`` prints (7.8 %, the 131K-token Llama 3 row), rounded up. A layout the
-#: search prefers by less than this, without a saving the breakdown shows, is not a finding.
-STATED_UNCERTAINTY = 0.08
+#: ``bench/calibration.py`` prints (10.7 %, the NeMo 405B fp8 row on 1,024 H100), rounded up. A
+#: layout the search prefers by less than this, without a saving the breakdown shows, is not a
+#: finding.
+STATED_UNCERTAINTY = 0.11
 
 
 def fitted_dir() -> Path:

@@ -8,6 +8,13 @@ add, activation functions, softmax of non-flash attention) is memory-bound: its 
 achievable HBM bandwidth ``hbm_tbps * hbm_fraction``. The three constants per GPU type live in
 the catalog's ``efficiency`` mapping (see ``docs/step-time-model.md`` for their fit).
 
+The attention core depends on the kernel (``job.attention``): ``standard`` materialises the
+``s x s`` scores (two batched GEMMs with the head dimension as a shape, plus softmax traffic);
+``fused`` (cuDNN / FlashAttention-3 class) keeps each tile on chip and runs at the GEMM rate of
+its query and key extents; ``flash`` (FlashAttention-2) does the same on Ampere but uses none of
+Hopper's or Blackwell's newer tensor-core instructions there, so it reaches only the GPU's
+``flash2_fraction`` of the fused rate.
+
 All functions broadcast over candidate arrays (micro-batch, tp, cp, ep, recompute mode).
 """
 
@@ -57,9 +64,22 @@ FP8_CAST_BYTES = 3.0
 #: write master, m, v (12 B) and the bf16 copy (2 B).
 ADAM_BYTES_PER_PARAM = 30.0
 
+#: FlashAttention-2 on H100 reaches 35 % of the bf16 peak where FlashAttention-3 reaches 75 %
+#: (Shah et al., "FlashAttention-3", 2024, Section 1 and Figure 5): 0.47 of the fused rate. The
+#: default for a GPU without its own figure.
+FLASH2_FRACTION_HOPPER = 0.47
+
 #: Defaults for a GPU whose catalog entry has no calibrated constants (assumed: the H100 fit,
 #: see topology/fixtures/catalog.yaml).
-DEFAULT_EFFICIENCY = {"gemm_max": 0.576, "gemm_half_dim": 128.0, "hbm_fraction": 0.7}
+DEFAULT_EFFICIENCY = {
+    "gemm_max": 0.605,
+    "gemm_half_dim": 128.0,
+    "hbm_fraction": 0.7,
+    "flash2_fraction": FLASH2_FRACTION_HOPPER,
+}
+
+#: Attention kernels (``job.attention``) that never write the score matrix to HBM.
+TILED_ATTENTION = ("flash", "fused")
 
 
 @dataclass(frozen=True)
@@ -69,6 +89,7 @@ class EfficiencyParams:
     gemm_max: float
     gemm_half_dim: float
     hbm_fraction: float
+    flash2_fraction: float = FLASH2_FRACTION_HOPPER
 
     @classmethod
     def from_mapping(cls, efficiency: Mapping[str, float] | None) -> EfficiencyParams:
@@ -144,7 +165,8 @@ def layer_times(
     cp=1,
     ep=1,
     recompute=0,
-    flash: bool = True,
+    attention: str = "flash",
+    overlap_tp: bool = False,
     peak_tflops: float,
     hbm_tbps: float,
     eff: EfficiencyParams,
@@ -159,9 +181,15 @@ def layer_times(
         Micro-batch size (sequences) and parallel degrees (broadcast over candidates).
     recompute : int or ndarray
         0 none, 1 selective, 2 full.
-    flash : bool
-        FlashAttention (no s^2 element-wise traffic; backward recomputes the scores) or the
-        standard fused-softmax attention.
+    attention : {"flash", "fused", "standard"}
+        The attention kernel (module docstring). The tiled ones (flash, fused) have no s^2
+        element-wise traffic and recompute the scores in the backward.
+    overlap_tp : bool
+        Comm-GEMM overlap: the four linear GEMMs of the forward and their input-gradient GEMMs
+        of the backward run as ``tp`` chunks of ``tokens / tp`` rows, one per ring step
+        (Wang et al., "Overlap Communication with Dependent Computation via Decomposition",
+        ASPLOS'23, Section 3; Transformer Engine userbuffers ring exchange), each at the
+        efficiency of its smaller shape; the weight-gradient GEMMs stay whole.
     peak_tflops : float
         Dense peak of the job's precision (TFLOP/s).
     hbm_tbps : float
@@ -187,19 +215,32 @@ def layer_times(
         return gemm_time_s(m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=hbm, eff=eff)
 
     fp8 = bf16_peak_tflops is not None
+    flash = attention in TILED_ATTENTION
     bf16_peak = (bf16_peak_tflops if fp8 else peak_tflops) * 1e12
 
     def gemm_bf16(m, n, k, batch=1.0):
         return gemm_time_s(m, n, k, batch=batch, peak_flops=bf16_peak, hbm_bytes_per_s=hbm, eff=eff)
 
-    qkv, proj = gemm(tokens, (h + 2 * kv) / tp, h), gemm(tokens, h, h / tp)
-    mlp_up, mlp_down = _mlp_time(model, gemm, tokens, tp, ep)
-    linear = qkv + proj + mlp_up + mlp_down
+    def linear_gemms(split):
+        def chunked(m, n, k, batch=1.0):
+            return gemm(m / split, n, k, batch * split)
+
+        pair = chunked(tokens, (h + 2 * kv) / tp, h), chunked(tokens, h, h / tp)
+        return (*pair, *_mlp_time(model, chunked, tokens, tp, ep))
+
+    whole = linear_gemms(1.0)
+    split = linear_gemms(tp) if overlap_tp else whole
+    qkv, proj, mlp_up, mlp_down = split
+    linear, linear_whole = sum(split), sum(whole)
     heads_local = model.heads / tp
-    attention = gemm_bf16(s / cp, s, model.head_dim, b * heads_local)
-    attention = attention + gemm_bf16(s / cp, model.head_dim, s, b * heads_local)
     if flash:
-        attention = attention * causal_block_fraction(s / cp)
+        core = tiled_attention_time_s(
+            s / cp, s, model.head_dim, batch=b * heads_local, peak_flops=bf16_peak, eff=eff
+        )
+        core = core / (eff.flash2_fraction if attention == "flash" else 1.0)
+    else:
+        core = gemm_bf16(s / cp, s, model.head_dim, b * heads_local)
+        core = core + gemm_bf16(s / cp, model.head_dim, s, b * heads_local)
 
     norm_bytes = NORM_RESIDUAL_BYTES_PER_HIDDEN * tokens * h / tp
     act_bytes = ACT_BYTES_PER_FFN[model.mlp] * tokens * _active_ffn(model) / tp
@@ -208,12 +249,12 @@ def layer_times(
     elementwise = (norm_bytes + act_bytes + cast_bytes) / hbm
     softmax = softmax_bytes / hbm
 
-    forward = linear + attention + elementwise + softmax
-    attention_backward = attention * (FLASH_BACKWARD_RATIO if flash else 2.0)
-    backward = 2.0 * linear + attention_backward + BACKWARD_ELEMENTWISE_RATIO * (elementwise + softmax)
+    forward = linear + core + elementwise + softmax
+    core_backward = core * (FLASH_BACKWARD_RATIO if flash else 2.0)
+    backward = linear + linear_whole + core_backward + BACKWARD_ELEMENTWISE_RATIO * (elementwise + softmax)
     # Selective recompute re-runs the attention core; FlashAttention already does so inside
     # its backward, so it adds nothing there.
-    selective = 0.0 if flash else attention + softmax
+    selective = 0.0 if flash else core + softmax
     recompute_s = np.where(code == 2, forward, np.where(code == 1, selective, 0.0))
     logits_fwd = gemm_bf16(tokens, model.vocab / tp, h)
     return LayerTimes(
@@ -222,10 +263,26 @@ def layer_times(
         recompute_s=np.asarray(recompute_s),
         logits_forward_s=np.asarray(logits_fwd),
         logits_backward_s=np.asarray(2.0 * logits_fwd),
-        gemm_forward_s=np.asarray(linear + attention),
+        gemm_forward_s=np.asarray(linear + core),
         elementwise_forward_s=np.asarray(elementwise + softmax),
         tp_gemms_s=(qkv, proj, mlp_up, mlp_down),
     )
+
+
+def tiled_attention_time_s(rows, cols, head_dim, *, batch, peak_flops: float, eff):
+    """Forward time of a tiled (fused) attention core: scores and context of ``rows`` queries
+    against ``cols`` keys, for ``batch`` heads x sequences, causal.
+
+    Each ``128 x head_dim`` tile stays in shared memory and both GEMMs run on it, so the head
+    dimension is the whole inner tile, not a wasted one: only the query and key extents pay
+    ``g`` (FlashAttention-3 reaches 75 % of the H100 bf16 peak at head dimension 128, the rate
+    of a large GEMM: Shah et al. 2024, Figure 5). The kernel skips the blocks above the causal
+    diagonal (``causal_block_fraction``).
+    """
+    rows, cols, batch = (np.asarray(v, dtype=float) for v in (rows, cols, batch))
+    flops = 4.0 * rows * cols * head_dim * batch * causal_block_fraction(rows)
+    rate = peak_flops * eff.gemm_max * _g(rows, eff.gemm_half_dim) * _g(cols, eff.gemm_half_dim)
+    return flops / rate
 
 
 def causal_block_fraction(rows) -> np.ndarray:

@@ -27,7 +27,7 @@ class Framework:
     overlap_dp, overlap_tp, overlap_pp : bool
         Bucketed DP reduction / gather, TP comm-GEMM overlap, pipeline-send overlap.
     attention : str or None
-        ``flash`` / ``standard``; None: by precision (``scenario.default_attention``).
+        ``flash`` / ``fused`` / ``standard``; None: by precision (``scenario.default_attention``).
     precision : str or None
         Precision the preset trains in when the job does not say (None: the job default).
     bucket_min_params, bucket_params_per_dp_rank : float
@@ -100,12 +100,13 @@ FRAMEWORKS: dict[str, Framework] = {
                 "nemo/collections/llm/recipes llama3 performance mode: tp_comm_overlap, "
                 "overlap_grad_reduce, overlap_param_gather, overlap_p2p_comm; bf16_with_fp8_mixed "
                 "(TE delayed scaling, hybrid E4M3 forward / E5M2 backward, amax history); "
-                "fp8_param_gather (weights kept and gathered in fp8)"
+                "fp8_param_gather (weights kept and gathered in fp8); Transformer Engine's "
+                "FusedAttention (cuDNN flash kernels), the backend TE selects on sm90 and newer"
             ),
             overlap_dp=True,
             overlap_tp=True,
             overlap_pp=True,
-            attention="flash",
+            attention="fused",
             precision="fp8",
             bucket_min_params=40e6,
             bucket_params_per_dp_rank=1e6,

@@ -21,6 +21,7 @@ from scenarios.sim.presets import apply_preset
 from scenarios.sim.schema import (  # noqa: F401  (the format's names, re-exported for callers)
     ATTENTION_KINDS,
     CLUSTER,
+    DEFAULT_STRAGGLER_SPREAD,
     ECMP_MODES,
     GENERATORS,
     JOB,
@@ -155,7 +156,7 @@ class WhatIf:
     nic_gbps: float | None = None
     oversubscription: float | None = None
     spine_capacity_scale: float = 1.0
-    straggler_spread: float = 0.0
+    straggler_spread: float = DEFAULT_STRAGGLER_SPREAD
     slow_nodes: tuple[int, ...] = ()
     slow_node_factor: float = 1.25
     steps: int = 64

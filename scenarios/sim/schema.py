@@ -15,10 +15,17 @@ GENERATORS = ("rail-optimized", "nvl72", "fat-tree")
 RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp8")
 MLP_KINDS = ("gelu", "swiglu")
-ATTENTION_KINDS = ("flash", "standard")
+ATTENTION_KINDS = ("flash", "fused", "standard")
 FRAMEWORK_NAMES = ("megatron-2022", "megatron-core", "nemo-fp8", "deepspeed")  # sim/frameworks.py
 ECMP_MODES = ("hash", "spread")
 PLACEMENTS = ("packed", "spread")  # job.placement (scenarios/sim/placement.py)
+#: Default coefficient of variation of a GPU's compute time (what_if.straggler_spread). Sinha et
+#: al. ("Not All GPUs Are Created Equal", SC'22, arXiv 2208.11035) measured an average 8 %
+#: performance variation across same-SKU GPUs of whole clusters (compute-bound kernels, tens of
+#: thousands of V100s on Summit); the expected range of N = 27,648 normal draws is 8.2 sigma, so
+#: 8 % is a CV of about 1 %. The step waits for the slowest GPU: E[max of N] - 1 ~ 1 % x
+#: sqrt(2 ln N), 1.4 % at 8 GPUs, 4 % at 16,384.
+DEFAULT_STRAGGLER_SPREAD = 0.01
 
 # Typo guards.
 MAX_NODES = 1_000_000
@@ -125,7 +132,10 @@ JOB = Section(
             "Attention kernel",
             "choice",
             choices=ATTENTION_KINDS,
-            help="blank = standard with fp16 (the 2021-22 Megatron stack), else flash",
+            help=(
+                "flash = FlashAttention-2, fused = cuDNN / FlashAttention-3 class; "
+                "blank = the framework's (standard with fp16, else flash)"
+            ),
         ),
         Field("overlap_dp", "Overlap DP communication", "bool", default=True),
         # File-only (web=False): a checkbox always sends a value, which would override the
@@ -189,7 +199,7 @@ WHAT_IF = Section(
             "straggler_spread",
             "Straggler spread",
             "float",
-            default=0.0,
+            default=DEFAULT_STRAGGLER_SPREAD,
             lo=0.0,
             hi=0.9,
             help="σ of per-GPU step time, 0–0.9",

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.efficiency import EfficiencyParams
+from scenarios.sim.efficiency import TILED_ATTENTION, EfficiencyParams
 from scenarios.sim.frameworks import FRAMEWORKS
 from scenarios.sim.memory import GIB, memory_per_gpu
 from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
-from scenarios.sim.step_time import assemble_step, build_fabric
+from scenarios.sim.step_time import assemble_step, build_fabric, job_stragglers
 
 __all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
 
@@ -202,7 +202,6 @@ def search_layouts(
     survivors = np.flatnonzero(~rejected_mask)
     sub = {k: v[survivors] for k, v in c.items()}
     microbatches = job.global_batch // (sub["micro_batch"] * sub["dp"])
-    flash = job.attention == "flash"
     memory = memory_per_gpu(
         model,
         micro_batch=sub["micro_batch"],
@@ -215,7 +214,7 @@ def search_layouts(
         microbatches=microbatches,
         recompute=sub["recompute"],
         zero=sub["zero"],
-        flash=flash,
+        flash=job.attention in TILED_ATTENTION,
         hbm_gib=gpu.hbm_gib,
         fp8=job.precision == "fp8",
         fp8_params=job.precision == "fp8" and FRAMEWORKS[job.framework].fp8_params,
@@ -231,11 +230,14 @@ def search_layouts(
     common = dict(
         global_batch=job.global_batch,
         precision=job.precision,
-        flash=flash,
+        attention=job.attention,
         overlap_dp=job.overlap_dp,
         overlap_tp=job.overlap_tp,
         overlap_pp=job.overlap_pp,
         framework=FRAMEWORKS[job.framework],
+        straggler_factor=job_stragglers(
+            fabric, placement, scenario.what_if, compute_time_s=1.0
+        ).expected_step_factor,
         gpu=gpu,
         eff=eff,
     )

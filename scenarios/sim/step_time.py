@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.efficiency import EfficiencyParams, layer_times, optimizer_time_s
+from scenarios.sim.efficiency import TILED_ATTENTION, EfficiencyParams, layer_times, optimizer_time_s
 from scenarios.sim.flops import (
     RECOMPUTE_CODES,
     hardware_flops_per_step,
@@ -69,7 +69,7 @@ def assemble_step(
     recompute,
     zero,
     precision: str,
-    flash: bool,
+    attention: str,
     overlap_dp: bool,
     gpu,
     eff: EfficiencyParams,
@@ -77,6 +77,7 @@ def assemble_step(
     overlap_tp: bool = False,
     overlap_pp: bool = False,
     framework: Framework | None = None,
+    straggler_factor: float = 1.0,
 ) -> StepArrays:
     """Step time and its breakdown, vectorized over candidate layouts.
 
@@ -87,8 +88,10 @@ def assemble_step(
         Candidate parameters (broadcast together); ``recompute`` as codes 0/1/2.
     global_batch : int
     precision : {"bf16", "fp16", "fp8"}
-    flash, overlap_dp : bool
-        FlashAttention; data-parallel reduction / gather overlapped bucket by bucket.
+    attention : {"flash", "fused", "standard"}
+        The attention kernel (``efficiency.layer_times``).
+    overlap_dp : bool
+        Data-parallel reduction / gather overlapped bucket by bucket.
     gpu : GpuSpec
     eff : EfficiencyParams
     comm_time : callable(kind, op, bytes) -> ndarray
@@ -100,6 +103,10 @@ def assemble_step(
     framework : Framework, optional
         The stack's bucket sizes and fp8 weight layout (default ``megatron-core``); its overlap
         and kernel choices arrive through the arguments above (the job may override them).
+    straggler_factor : float
+        ``E[max over the job's GPUs]`` of the per-step time factor (``job_stragglers``): the
+        pipeline part of the step is stretched by it. 1 leaves the term 0 (``predict`` fills
+        it from its own draw after simulating the schedule).
 
     Returns
     -------
@@ -117,7 +124,8 @@ def assemble_step(
         cp=cp,
         ep=ep,
         recompute=code,
-        flash=flash,
+        attention=attention,
+        overlap_tp=overlap_tp,
         peak_tflops=gpu.peak_tflops(precision),
         hbm_tbps=gpu.hbm_tbps,
         eff=eff,
@@ -189,7 +197,7 @@ def assemble_step(
         microbatches=m,
         recompute=code,
         zero=zero,
-        flash=flash,
+        flash=attention in TILED_ATTENTION,
         hbm_gib=gpu.hbm_gib,
         fp8=fp8,
         fp8_params=fp8 and stack.fp8_params,
@@ -204,8 +212,9 @@ def assemble_step(
         "bubble": bubble,
         "dp": dp_s,
         "optimizer": optimizer_time_s(updated, hbm_tbps=gpu.hbm_tbps, eff=eff),
-        "straggler": np.zeros_like(bubble),
     }
+    pipeline = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    breakdown["straggler"] = (straggler_factor - 1.0) * pipeline
     breakdown = {
         k: np.broadcast_to(np.asarray(v, dtype=float), np.shape(bubble)) for k, v in breakdown.items()
     }
@@ -361,7 +370,7 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         recompute=RECOMPUTE_CODES[job.recompute],
         zero=job.zero,
         precision=job.precision,
-        flash=job.attention == "flash",
+        attention=job.attention,
         overlap_dp=job.overlap_dp,
         overlap_tp=job.overlap_tp,
         overlap_pp=job.overlap_pp,
@@ -401,6 +410,24 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
 SCHEDULE_CLOSED_FORM_RTOL = 1e-9
 
 
+def job_stragglers(fabric, placement, what_if, *, compute_time_s: float, rng=None):
+    """The straggler draw of a job (``stragglers.straggler_effect``) over the GPUs it runs on:
+    its ``what_if`` spread, steps and seed, and only the slow nodes it uses (idle nodes slow no
+    one). ``predict`` and the layout search share it, so their straggler terms agree."""
+    from scenarios.sim.stragglers import straggler_effect
+
+    slow = np.asarray(what_if.slow_nodes, dtype=np.int64)
+    return straggler_effect(
+        np.asarray(fabric.gpu_node)[placement.rank_gpu],
+        compute_time_s=compute_time_s,
+        spread=what_if.straggler_spread,
+        slow_nodes=slow[np.isin(slow, placement.nodes)].tolist(),
+        slow_factor=what_if.slow_node_factor,
+        n_steps=what_if.steps,
+        rng=what_if.seed if rng is None else rng,
+    )
+
+
 def _step_timeline(arrays, breakdown, job, what_if, fabric, placement, rng):
     """Simulate the pipeline schedule, draw the stragglers, lay out the per-stage timeline.
 
@@ -410,8 +437,6 @@ def _step_timeline(arrays, breakdown, job, what_if, fabric, placement, rng):
     replica), then runs the exposed dp synchronisation, then the optimizer (which needs the
     reduced gradients).
     """
-    from scenarios.sim.stragglers import straggler_effect
-
     p, v, m = job.parallel, job.parallel.vpp, job.microbatches
     detail = {k: float(np.asarray(val)) for k, val in arrays.details.items()}
     per_op = {
@@ -432,16 +457,7 @@ def _step_timeline(arrays, breakdown, job, what_if, fabric, placement, rng):
     difference = pipeline - closed
     if abs(difference) > SCHEDULE_CLOSED_FORM_RTOL * closed:
         breakdown["bubble"] += difference
-    slow = np.asarray(what_if.slow_nodes, dtype=np.int64)
-    stragglers = straggler_effect(
-        np.asarray(fabric.gpu_node)[placement.rank_gpu],
-        compute_time_s=pipeline,
-        spread=what_if.straggler_spread,
-        slow_nodes=slow[np.isin(slow, placement.nodes)].tolist(),  # idle nodes slow no one
-        slow_factor=what_if.slow_node_factor,
-        n_steps=what_if.steps,
-        rng=what_if.seed if rng is None else rng,
-    )
+    stragglers = job_stragglers(fabric, placement, what_if, compute_time_s=pipeline, rng=rng)
     breakdown["straggler"] = float(stragglers.time_s)
     stage_of_rank = np.arange(placement.world_size) // (p.tp * p.cp * p.dp)
     timeline = stage_timeline(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scenarios.sim import predict
-from scenarios.sim.calibration import HELD_OUT_DIR, fitted_dir, load_cases
+from scenarios.sim.calibration import FITTED_EXTRA_DIR, HELD_OUT_DIR, fitted_dir, load_cases
 
 FITTED = load_cases(fitted_dir()) if fitted_dir().is_dir() else []
 HELD_OUT = load_cases(HELD_OUT_DIR)
@@ -54,7 +54,22 @@ def test_calibration_mfu_where_published(fitted):
         assert result.mfu == pytest.approx(measured["mfu"], rel=0.10)
 
 
-def test_held_out_rows_within_20_percent(catalog):
+def test_held_out_rows_meet_the_goal_median_5_max_15_percent(catalog):
+    """Issue 11's goal on rows the constants never saw (bench/calibration.py prints them)."""
     errors = _errors(HELD_OUT, catalog)
     assert len(errors) == 5  # Llama 3 Table 4 rows 2-3, three NeMo H100 fp8 rows
-    assert np.abs([error for _, error, _ in errors.values()]).max() <= 0.20, _table(errors)
+    absolute = np.abs([error for _, error, _ in errors.values()])
+    assert np.median(absolute) <= 0.05, _table(errors)
+    assert absolute.max() <= 0.15, _table(errors)
+
+
+def test_blackwell_rows_fit_within_6_percent(catalog):
+    """The B200 and GB200 constants come from their own NeMo 25.11 rows (docs/calibration/fitted):
+    2 B200 and 3 GB200 runs, Llama 3 8B to 405B."""
+    errors = _errors(load_cases(FITTED_EXTRA_DIR), catalog)
+    assert {c.scenario.effective_cluster().server for _, _, c in errors.values()} == {
+        "dgx-b200",
+        "gb200-nvl72",
+    }
+    assert len(errors) == 5
+    assert np.abs([error for _, error, _ in errors.values()]).max() <= 0.06, _table(errors)

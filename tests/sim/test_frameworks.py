@@ -44,7 +44,7 @@ def test_default_is_the_2022_stack_for_fp16_and_megatron_core_otherwise():
 def test_nemo_fp8_sets_fp8_and_every_overlap():
     job = _job(framework="nemo-fp8", precision=None)
     assert job.precision == "fp8"
-    assert (job.overlap_dp, job.overlap_tp, job.overlap_pp, job.attention) == (True, True, True, "flash")
+    assert (job.overlap_dp, job.overlap_tp, job.overlap_pp, job.attention) == (True, True, True, "fused")
 
 
 def test_explicit_job_keys_override_the_preset():

@@ -204,8 +204,9 @@ def test_parse_rejects_an_unknown_placement():
 
 def test_stragglers_are_drawn_over_the_job_gpus_only(catalog):
     base = _scenario({"nodes": 16}, {"tp": 8, "pp": 1, "dp": 4}, nodes=4, placement="spread")
-    idle_slow = predict(parse_scenario({**base, "what_if": {"slow_nodes": [5]}}), catalog=catalog)
-    busy_slow = predict(parse_scenario({**base, "what_if": {"slow_nodes": [4]}}), catalog=catalog)
+    still = {"straggler_spread": 0.0}
+    idle_slow = predict(parse_scenario({**base, "what_if": {**still, "slow_nodes": [5]}}), catalog=catalog)
+    busy_slow = predict(parse_scenario({**base, "what_if": {**still, "slow_nodes": [4]}}), catalog=catalog)
     assert idle_slow.breakdown["straggler"] == 0.0 and np.all(idle_slow.gpu_slowdown == 1.0)
     assert busy_slow.breakdown["straggler"] > 0.0
     np.testing.assert_array_equal(np.flatnonzero(busy_slow.gpu_slowdown > 1.0), np.arange(32, 40))

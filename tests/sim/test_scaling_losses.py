@@ -38,7 +38,7 @@ def test_zero_stages_move_what_rajbhandari_says_every_microbatch(catalog, zero):
         recompute=0,
         zero=zero,
         precision="bf16",
-        flash=True,
+        attention="flash",
         overlap_dp=True,
         gpu=gpu,
         eff=EfficiencyParams.from_mapping(gpu.efficiency),

@@ -77,9 +77,10 @@ def test_predict_is_deterministic_for_a_seed(catalog):
 
 
 def test_predict_slow_node_adds_straggler_time(catalog):
-    base = predict(parse_scenario(scenario_dict()), catalog=catalog)
+    still = {"straggler_spread": 0.0}
+    base = predict(parse_scenario(scenario_dict(what_if=still)), catalog=catalog)
     slow = predict(
-        parse_scenario(scenario_dict(what_if={"slow_nodes": [2], "slow_node_factor": 1.5})),
+        parse_scenario(scenario_dict(what_if={**still, "slow_nodes": [2], "slow_node_factor": 1.5})),
         catalog=catalog,
     )
     assert base.breakdown["straggler"] == 0.0
@@ -183,7 +184,7 @@ def test_assemble_step_vectorized_matches_scalar_reference(catalog):
     common = dict(
         global_batch=64,
         precision="bf16",
-        flash=True,
+        attention="flash",
         overlap_dp=True,
         gpu=gpu,
         eff=eff,
