@@ -243,12 +243,11 @@ class _Routed:
 def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashable, dict[str, _Routed]]:
     """Route every pattern's flows in one call; per key and pattern, loads and worst rates.
 
-    "hash": the flows' incidence from one ``fabric.route`` call gives each pattern's
-    per-directed-link load (``incidence.T @ 1`` over the pattern's rows). "spread": the even
-    split over all equal-cost paths would materialise thousands of incidence entries per
-    cross-pod flow, so each pattern's load comes from ``fabric.link_load_gbps`` (the same
-    ``incidence.T @ rate`` aggregated per leaf and pod); path latencies still come from one
-    hash-routed call (equal-cost paths have equal latency in the generated fabrics).
+    One ``fabric.segment_loads`` call routes all flows and returns each pattern's
+    per-directed-link load: for "hash", the column sums of the hashed incidence over the
+    pattern's rows; for "spread", the even split over all equal-cost paths aggregated per leaf
+    and pod (``link_load_gbps``). Path latencies come from the hashed paths in both modes
+    (equal-cost paths have equal latency in the generated fabrics).
     """
     n_directed = 2 * int(fabric.n_links)
     capacity = np.asarray(fabric.directed_capacity_gbps, dtype=float)
@@ -257,9 +256,8 @@ def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashabl
     if bounds[-1] > 0:
         src = np.concatenate([p.src for p in patterns])
         dst = np.concatenate([p.dst for p in patterns])
-        routes = fabric.route(src, dst, ecmp="hash")
-        incidence = routes.incidence.tocsr()
-        latency = np.asarray(routes.latency_s, dtype=float)
+        routed = fabric.segment_loads(src, dst, bounds, ecmp=ecmp)
+        latency = routed.latency_s
     for i, pattern in enumerate(patterns):
         start, stop = int(bounds[i]), int(bounds[i + 1])
         if stop == start:
@@ -267,12 +265,7 @@ def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashabl
                 np.zeros(n_directed), float("inf"), 0.0, pattern.has_intra, False
             )
             continue
-        if ecmp == "hash":
-            first, last = incidence.indptr[start], incidence.indptr[stop]  # rows start..stop
-            rows = slice(first, last)
-            load = np.bincount(incidence.indices[rows], incidence.data[rows], minlength=n_directed)
-        else:
-            load = np.asarray(fabric.link_load_gbps(pattern.src, pattern.dst, 1.0, ecmp=ecmp), dtype=float)
+        load = routed.loads[i]
         load *= pattern.load_scale
         used = load > 0
         with np.errstate(divide="ignore"):

@@ -105,6 +105,18 @@ class CompiledFabric:
         """Load on every directed link, (2L,) Gb/s; see ``topology.fabric.routing.link_load_gbps``."""
         return routing.link_load_gbps(self, src_gpu, dst_gpu, rate_gbps, ecmp=ecmp, salt=salt)
 
+    def segment_loads(
+        self,
+        src_gpu: np.ndarray,
+        dst_gpu: np.ndarray,
+        bounds: np.ndarray,
+        *,
+        ecmp: str = "hash",
+        salt: int = 0,
+    ) -> routing.SegmentLoads:
+        """Per-segment link loads and path latencies; see ``topology.fabric.routing.segment_loads``."""
+        return routing.segment_loads(self, src_gpu, dst_gpu, bounds, ecmp=ecmp, salt=salt)
+
 
 def compile_plan(plan: FabricPlan) -> CompiledFabric:
     """Compile a plan into index arrays (vectorized; no Python loop per GPU or link).

@@ -93,7 +93,7 @@ def route(
     """
     flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
     if ecmp == "hash":
-        incidence = _hash_incidence(fabric, flows, _flow_hash(src_gpu, dst_gpu, salt))
+        incidence = _hash_incidence(fabric, flows, _hash_walk(fabric, flows, src_gpu, dst_gpu, salt))
     else:
         incidence = _spread_incidence(fabric, flows)
     hops = np.zeros(flows.n_flows, np.int64)
@@ -119,8 +119,59 @@ def link_load_gbps(
     flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
     rate = np.broadcast_to(np.asarray(rate_gbps, dtype=float), (flows.n_flows,))
     if ecmp == "hash":
-        incidence = _hash_incidence(fabric, flows, _flow_hash(src_gpu, dst_gpu, salt))
+        incidence = _hash_incidence(fabric, flows, _hash_walk(fabric, flows, src_gpu, dst_gpu, salt))
         return np.asarray(incidence.T @ rate).ravel()
+    return _spread_load(fabric, flows, rate)
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentLoads:
+    """Flows per directed link of each segment of a flow list, and each flow's path latency.
+
+    loads : list of (2L,) float arrays, one per segment (flow counts; fractional for "spread")
+    latency_s : (F,) hash-path latency of every flow (0 within a scale-up domain)
+    """
+
+    loads: list[np.ndarray]
+    latency_s: np.ndarray
+
+
+def segment_loads(
+    fabric: CompiledFabric,
+    src_gpu: np.ndarray,
+    dst_gpu: np.ndarray,
+    bounds: np.ndarray,
+    *,
+    ecmp: str = "hash",
+    salt: int = 0,
+) -> SegmentLoads:
+    """Link loads of several flow patterns routed together, without an incidence matrix.
+
+    Segment ``s`` is flows ``bounds[s]:bounds[s+1]``; its load equals the column sums of
+    ``route(...).incidence`` over its rows ("hash") or ``link_load_gbps(..., 1.0)`` of its flows
+    ("spread"), and ``latency_s`` equals ``route(..., ecmp="hash").latency_s``, bit for bit.
+    Building the CSR incidence dominated routing a large job's patterns; counting the hashed
+    hops directly skips it, and one classification serves every segment.
+    """
+    flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
+    walk = _hash_walk(fabric, flows, src_gpu, dst_gpu, salt)
+    latency = _walk_latency(fabric, flows, walk)
+    n_directed = 2 * fabric.n_links
+    cross_pod_at = np.flatnonzero(flows.cross_pod)
+    ones = np.ones(flows.n_flows)
+    loads = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        view = _segment(flows, cross_pod_at, lo, hi)
+        if ecmp == "hash":
+            ids = np.concatenate([hop[part] for hop, part in zip(walk, view.parts, strict=True)])
+            loads.append(np.bincount(ids, minlength=n_directed).astype(float))
+        else:
+            loads.append(_spread_load(fabric, view.flows, ones))
+    return SegmentLoads(loads, latency)
+
+
+def _spread_load(fabric: CompiledFabric, flows: _Flows, rate: np.ndarray) -> np.ndarray:
+    """Per-hop even ECMP split aggregated per leaf and per pod: O(F + L), no incidence."""
     n_directed = 2 * fabric.n_links
     on_fabric = rate[flows.fabric]
     load = np.zeros(n_directed)
@@ -178,11 +229,12 @@ def _classify(fabric: CompiledFabric, src_gpu: np.ndarray, dst_gpu: np.ndarray, 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser (Steele, Lea & Flood 2014), on uint64 arrays (wrapping)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _MIX1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _MIX2
-    return x ^ (x >> np.uint64(31))
+    x = x ^ (x >> np.uint64(30))  # a new array: the caller's input is left alone
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _flow_hash(src_gpu: np.ndarray, dst_gpu: np.ndarray, salt: int) -> np.ndarray:
@@ -231,11 +283,87 @@ def _index_dtype(n_entries: int, n_directed: int) -> type:
     return np.int32 if max(n_entries, n_directed) < np.iinfo(np.int32).max else np.int64
 
 
-def _hash_incidence(fabric: CompiledFabric, flows: _Flows, hash_: np.ndarray) -> csr_matrix:
+def _hash_walk(
+    fabric: CompiledFabric, flows: _Flows, src_gpu: np.ndarray, dst_gpu: np.ndarray, salt: int
+) -> tuple[np.ndarray, ...]:
+    """Directed link ids of each hop of the hashed paths, in walk order.
+
+    (NIC up, NIC down) per fabric flow, (leaf up, spine down) per cross-leaf flow and
+    (spine up, core down) per cross-pod flow. Only cross-leaf flows choose among links, so only
+    they are hashed (the hash is element-wise: the same values as hashing every flow).
+    """
+    rows, cross = flows.cross_leaf, flows.cross_pod
+    hashes = _flow_hash(np.asarray(src_gpu)[rows], np.asarray(dst_gpu)[rows], salt)
+    on_fabric = flows.fabric
+    nic_up = 2 * fabric.nic_link[flows.src_nic[on_fabric]]
+    nic_down = 2 * fabric.nic_link[flows.dst_nic[on_fabric]] + 1
+    leaf_up, spine = _pick_uplink(fabric, flows.src_leaf, hashes, 1)
+    width = np.int64(fabric.pod_width)
+    dst_rank = fabric.leaf_rank[flows.dst_leaf]
+    spine_down = np.empty(rows.size, np.int64)
+    same = ~cross
+    cell = spine[same] * width + dst_rank[same]
+    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[same], 2)
+    spine_down[same] = 2 * fabric.leaf_down_link[down] + 1
+    spine_up, core = _pick_uplink(fabric, spine[cross], hashes[cross], 2)
+    cell = core * np.int64(fabric.n_pods) + fabric.switch_pod[flows.dst_leaf[cross]]
+    core_down = _pick_down(fabric.core_down_start, fabric.core_down_count, cell, hashes[cross], 3)
+    cell = fabric.core_down_spine[core_down] * width + dst_rank[cross]
+    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[cross], 4)
+    spine_down[cross] = 2 * fabric.leaf_down_link[down] + 1
+    return nic_up, nic_down, 2 * leaf_up, spine_down, 2 * spine_up, 2 * fabric.core_down_link[core_down] + 1
+
+
+def _walk_latency(fabric: CompiledFabric, flows: _Flows, walk: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Per-flow path latency summed hop by hop in walk order, as the CSR product sums a row."""
+    nic_up, nic_down, leaf_up, spine_down, spine_up, core_down = walk
+    hop_s = fabric.directed_latency_s
+    rows = flows.cross_leaf
+    pod_rows = rows[flows.cross_pod]
+    latency = np.zeros(flows.n_flows)
+    latency[flows.fabric] += hop_s[nic_up]
+    latency[rows] += hop_s[leaf_up]
+    latency[pod_rows] += hop_s[spine_up]
+    latency[pod_rows] += hop_s[core_down]
+    latency[rows] += hop_s[spine_down]
+    latency[flows.fabric] += hop_s[nic_down]
+    return latency
+
+
+@dataclass(frozen=True, eq=False)
+class _Segment:
+    """The flows ``lo:hi`` of a classification, and the matching slice of every walk array."""
+
+    flows: _Flows
+    parts: tuple[slice, ...]
+
+
+def _segment(flows: _Flows, cross_pod_at: np.ndarray, lo: int, hi: int) -> _Segment:
+    """Restrict a classification to flows ``lo:hi`` (its id arrays are sorted: two bisections)."""
+    a, b = np.searchsorted(flows.fabric, (lo, hi)).tolist()
+    c, d = np.searchsorted(flows.cross_leaf, (lo, hi)).tolist()
+    e, f = np.searchsorted(cross_pod_at, (c, d)).tolist()
+    view = _Flows(
+        flows.n_flows,
+        flows.src_nic,
+        flows.dst_nic,
+        flows.same_domain,
+        flows.fabric[a:b],
+        flows.cross_leaf[c:d],
+        flows.src_leaf[c:d],
+        flows.dst_leaf[c:d],
+        flows.cross_pod[c:d],
+    )
+    fab, leaf, pod = slice(a, b), slice(c, d), slice(e, f)
+    return _Segment(view, (fab, fab, leaf, leaf, pod, pod))
+
+
+def _hash_incidence(fabric: CompiledFabric, flows: _Flows, walk: tuple[np.ndarray, ...]) -> csr_matrix:
     """Rows in walk order: NIC up, leaf up, spine up, core down, spine down, NIC down.
 
     Built straight into CSR arrays (no COO sort): a flow has 0, 2, 4 or 6 entries.
     """
+    nic_up, nic_down, leaf_up, spine_down, spine_up, core_down = walk
     rows, cross = flows.cross_leaf, flows.cross_pod
     lengths = np.zeros(flows.n_flows, np.int64)
     lengths[flows.fabric] = 2
@@ -245,27 +373,13 @@ def _hash_incidence(fabric: CompiledFabric, flows: _Flows, hash_: np.ndarray) ->
     n_directed = 2 * fabric.n_links
     dtype = _index_dtype(int(indptr[-1]), n_directed)
     indices = np.empty(int(indptr[-1]), dtype)
-    on_fabric = flows.fabric
-    indices[indptr[on_fabric]] = 2 * fabric.nic_link[flows.src_nic[on_fabric]]
-    indices[indptr[on_fabric + 1] - 1] = 2 * fabric.nic_link[flows.dst_nic[on_fabric]] + 1
-    hashes = hash_[rows]
+    indices[indptr[flows.fabric]] = nic_up
+    indices[indptr[flows.fabric + 1] - 1] = nic_down
     first, last = indptr[rows], indptr[rows + 1]
-    leaf_up, spine = _pick_uplink(fabric, flows.src_leaf, hashes, 1)
-    indices[first + 1] = 2 * leaf_up
-    width = np.int64(fabric.pod_width)
-    dst_rank = fabric.leaf_rank[flows.dst_leaf]
-    same = ~cross
-    cell = spine[same] * width + dst_rank[same]
-    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[same], 2)
-    indices[last[same] - 2] = 2 * fabric.leaf_down_link[down] + 1
-    spine_up, core = _pick_uplink(fabric, spine[cross], hashes[cross], 2)
-    indices[first[cross] + 2] = 2 * spine_up
-    cell = core * np.int64(fabric.n_pods) + fabric.switch_pod[flows.dst_leaf[cross]]
-    core_down = _pick_down(fabric.core_down_start, fabric.core_down_count, cell, hashes[cross], 3)
-    indices[first[cross] + 3] = 2 * fabric.core_down_link[core_down] + 1
-    cell = fabric.core_down_spine[core_down] * width + dst_rank[cross]
-    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[cross], 4)
-    indices[last[cross] - 2] = 2 * fabric.leaf_down_link[down] + 1
+    indices[first + 1] = leaf_up
+    indices[last - 2] = spine_down
+    indices[first[cross] + 2] = spine_up
+    indices[first[cross] + 3] = core_down
     data = np.ones(indices.size)
     return _csr(indptr.astype(dtype), indices, data, flows.n_flows, n_directed)
 
