@@ -158,7 +158,8 @@ def segment_loads(
     latency = _walk_latency(fabric, flows, walk)
     n_directed = 2 * fabric.n_links
     cross_pod_at = np.flatnonzero(flows.cross_pod)
-    ones = np.ones(flows.n_flows)
+    pod = fabric.switch_pod
+    pods = (pod[flows.src_leaf[flows.cross_pod]], pod[flows.dst_leaf[flows.cross_pod]])
     loads = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         view = _segment(flows, cross_pod_at, lo, hi)
@@ -166,8 +167,29 @@ def segment_loads(
             ids = np.concatenate([hop[part] for hop, part in zip(walk, view.parts, strict=True)])
             loads.append(np.bincount(ids, minlength=n_directed).astype(float))
         else:
-            loads.append(_spread_load(fabric, view.flows, ones))
+            loads.append(_unit_spread_load(fabric, walk, view, pods))
     return SegmentLoads(loads, latency)
+
+
+def _unit_spread_load(
+    fabric: CompiledFabric, walk: tuple[np.ndarray, ...], view: _Segment, pods: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """``_spread_load`` of one segment at rate 1, reusing the walk's NIC hops and leaf pods.
+
+    The terms are added in ``_spread_load``'s order, but as one NIC count (up and down hit
+    even and odd ids apart) and scatters onto each term's own links (``up_link`` and
+    ``pod_up_link`` hold every link once), not as full-length bincounts: the same bits.
+    """
+    fab, in_pod = view.parts[0], view.parts[4]
+    nic = np.concatenate([walk[0][fab], walk[1][fab]])
+    load = np.bincount(nic, minlength=2 * fabric.n_links).astype(float)
+    for leaves, direction in ((view.flows.src_leaf, 0), (view.flows.dst_leaf, 1)):
+        volume = np.bincount(leaves, minlength=fabric.n_switches)
+        load[2 * fabric.up_link + direction] += _spread_over(fabric.up_ptr, volume)
+    for pod_of, direction in ((pods[0][in_pod], 0), (pods[1][in_pod], 1)):
+        volume = np.bincount(pod_of, minlength=fabric.n_pods)
+        load[2 * fabric.pod_up_link + direction] += _spread_over(fabric.pod_up_ptr, volume)
+    return load
 
 
 def _spread_load(fabric: CompiledFabric, flows: _Flows, rate: np.ndarray) -> np.ndarray:
@@ -315,18 +337,21 @@ def _hash_walk(
 
 
 def _walk_latency(fabric: CompiledFabric, flows: _Flows, walk: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Per-flow path latency summed hop by hop in walk order, as the CSR product sums a row."""
+    """Per-flow path latency summed hop by hop in walk order, as the CSR product sums a row.
+
+    Summed on the compact per-subset arrays, scattered into the flow axis once at the end.
+    """
     nic_up, nic_down, leaf_up, spine_down, spine_up, core_down = walk
     hop_s = fabric.directed_latency_s
-    rows = flows.cross_leaf
-    pod_rows = rows[flows.cross_pod]
+    leaf_at = np.searchsorted(flows.fabric, flows.cross_leaf)  # cross-leaf flows among fabric flows
+    on_fabric = hop_s[nic_up]
+    leaf = on_fabric[leaf_at] + hop_s[leaf_up]
+    leaf[flows.cross_pod] = leaf[flows.cross_pod] + hop_s[spine_up] + hop_s[core_down]
+    leaf += hop_s[spine_down]
+    on_fabric[leaf_at] = leaf
+    on_fabric += hop_s[nic_down]
     latency = np.zeros(flows.n_flows)
-    latency[flows.fabric] += hop_s[nic_up]
-    latency[rows] += hop_s[leaf_up]
-    latency[pod_rows] += hop_s[spine_up]
-    latency[pod_rows] += hop_s[core_down]
-    latency[rows] += hop_s[spine_down]
-    latency[flows.fabric] += hop_s[nic_down]
+    latency[flows.fabric] = on_fabric
     return latency
 
 
