@@ -127,12 +127,13 @@ class _DomainShape:
 
 def _domain_shape(gpus: np.ndarray, gpu_domain: np.ndarray) -> _DomainShape:
     """Members per scale-up domain and domains per group, shape (ng, n) input."""
-    n_groups, n = gpus.shape
-    domains = gpu_domain[gpus]
-    key = np.repeat(np.arange(n_groups, dtype=np.int64), n) * (int(gpu_domain.max()) + 1)
-    _, counts = np.unique(key + domains.ravel(), return_counts=True)
-    sorted_domains = np.sort(domains, axis=1)
-    n_domains_per_group = 1 + np.count_nonzero(np.diff(sorted_domains, axis=1), axis=1)
+    n = gpus.shape[1]
+    sorted_domains = np.sort(gpu_domain[gpus], axis=1)
+    # Members per (group, domain): run lengths of each sorted row (no second sort).
+    starts = np.ones(sorted_domains.shape, bool)
+    starts[:, 1:] = sorted_domains[:, 1:] != sorted_domains[:, :-1]
+    counts = np.diff(np.append(np.flatnonzero(starts), starts.size))
+    n_domains_per_group = np.count_nonzero(starts, axis=1)
     uniform = bool(counts.min() == counts.max()) and n % int(counts.min()) == 0
     local_size = int(counts.min()) if uniform else 1
     return _DomainShape(local_size, int(n_domains_per_group.max()), uniform)

@@ -160,6 +160,8 @@ def segment_loads(
     cross_pod_at = np.flatnonzero(flows.cross_pod)
     pod = fabric.switch_pod
     pods = (pod[flows.src_leaf[flows.cross_pod]], pod[flows.dst_leaf[flows.cross_pod]])
+    up, pod_up = 2 * fabric.up_link, 2 * fabric.pod_up_link
+    spread_to = (up, up + 1, pod_up, pod_up + 1)  # directed uplink ids, up then down
     loads = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         view = _segment(flows, cross_pod_at, lo, hi)
@@ -167,12 +169,16 @@ def segment_loads(
             ids = np.concatenate([hop[part] for hop, part in zip(walk, view.parts, strict=True)])
             loads.append(np.bincount(ids, minlength=n_directed).astype(float))
         else:
-            loads.append(_unit_spread_load(fabric, walk, view, pods))
+            loads.append(_unit_spread_load(fabric, walk, view, pods, spread_to))
     return SegmentLoads(loads, latency)
 
 
 def _unit_spread_load(
-    fabric: CompiledFabric, walk: tuple[np.ndarray, ...], view: _Segment, pods: tuple[np.ndarray, ...]
+    fabric: CompiledFabric,
+    walk: tuple[np.ndarray, ...],
+    view: _Segment,
+    pods: tuple[np.ndarray, ...],
+    spread_to: tuple[np.ndarray, ...],
 ) -> np.ndarray:
     """``_spread_load`` of one segment at rate 1, reusing the walk's NIC hops and leaf pods.
 
@@ -183,12 +189,12 @@ def _unit_spread_load(
     fab, in_pod = view.parts[0], view.parts[4]
     nic = np.concatenate([walk[0][fab], walk[1][fab]])
     load = np.bincount(nic, minlength=2 * fabric.n_links).astype(float)
-    for leaves, direction in ((view.flows.src_leaf, 0), (view.flows.dst_leaf, 1)):
+    for leaves, target in ((view.flows.src_leaf, spread_to[0]), (view.flows.dst_leaf, spread_to[1])):
         volume = np.bincount(leaves, minlength=fabric.n_switches)
-        load[2 * fabric.up_link + direction] += _spread_over(fabric.up_ptr, volume)
-    for pod_of, direction in ((pods[0][in_pod], 0), (pods[1][in_pod], 1)):
+        load[target] += _spread_over(fabric.up_ptr, volume)
+    for pod_of, target in ((pods[0][in_pod], spread_to[2]), (pods[1][in_pod], spread_to[3])):
         volume = np.bincount(pod_of, minlength=fabric.n_pods)
-        load[2 * fabric.pod_up_link + direction] += _spread_over(fabric.pod_up_ptr, volume)
+        load[target] += _spread_over(fabric.pod_up_ptr, volume)
     return load
 
 
