@@ -188,7 +188,7 @@ def _unit_spread_load(
     """
     fab, in_pod = view.parts[0], view.parts[4]
     nic = np.concatenate([walk[0][fab], walk[1][fab]])
-    load = np.bincount(nic, minlength=2 * fabric.n_links).astype(float)
+    load = np.bincount(nic, np.ones(nic.size), minlength=2 * fabric.n_links).astype(float, copy=False)
     for leaves, target in ((view.flows.src_leaf, spread_to[0]), (view.flows.dst_leaf, spread_to[1])):
         volume = np.bincount(leaves, minlength=fabric.n_switches)
         load[target] += _spread_over(fabric.up_ptr, volume)
@@ -245,10 +245,12 @@ def _classify(fabric: CompiledFabric, src_gpu: np.ndarray, dst_gpu: np.ndarray, 
             raise FabricError(f"{name}: GPU indices must lie in 0..{fabric.n_gpus - 1}")
     same_domain = fabric.gpu_domain[src] == fabric.gpu_domain[dst]
     src_nic, dst_nic = fabric.gpu_nic[src], fabric.gpu_nic[dst]
-    src_leaf_all, dst_leaf_all = fabric.nic_leaf[src_nic], fabric.nic_leaf[dst_nic]
+    gpu_leaf = fabric.nic_leaf[fabric.gpu_nic]  # one lookup per GPU, not two per flow
     fabric_flows = np.flatnonzero(~same_domain)
-    cross_leaf = fabric_flows[src_leaf_all[fabric_flows] != dst_leaf_all[fabric_flows]]
-    src_leaf, dst_leaf = src_leaf_all[cross_leaf], dst_leaf_all[cross_leaf]
+    src_fabric, dst_fabric = src[fabric_flows], dst[fabric_flows]
+    differ = gpu_leaf[src_fabric] != gpu_leaf[dst_fabric]
+    cross_leaf = fabric_flows[differ]
+    src_leaf, dst_leaf = gpu_leaf[src_fabric[differ]], gpu_leaf[dst_fabric[differ]]
     cross_pod = fabric.switch_pod[src_leaf] != fabric.switch_pod[dst_leaf]
     return _Flows(
         src.size, src_nic, dst_nic, same_domain, fabric_flows, cross_leaf, src_leaf, dst_leaf, cross_pod
