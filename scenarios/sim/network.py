@@ -343,12 +343,10 @@ class CommTable:
         if np.any(world != self.world_size):
             raise ValueError(f"parallel: tp*pp*dp*cp must equal the job's GPUs ({self.world_size})")
         pattern = "pp" if kind == "pp" else ("a2a" if kind in A2A_KINDS else "ring")
-        pairs, inverse = np.unique(
-            np.stack([size.ravel(), stride.ravel()], axis=1), axis=0, return_inverse=True
-        )
+        pairs, inverse = _distinct_pairs(size.ravel(), stride.ravel())
         keys = [(pattern, int(n), int(s)) for n, s in pairs]
         self._add([key for key in keys if key not in self._keys])
-        index = np.array([self._keys[key] for key in keys], dtype=np.int64)[inverse.ravel()]
+        index = np.array([self._keys[key] for key in keys], dtype=np.int64)[inverse]
         return stack_costs(self._costs, index.reshape(size.shape))
 
     def time_s(self, kind: str, op: str, bytes, *, tp, pp, dp, cp=1, ep=1, bucket_bytes=None) -> np.ndarray:
@@ -371,6 +369,20 @@ class CommTable:
         for key, cost in costs_for_groups(self.fabric, requests, ecmp=self.ecmp).items():
             self._keys[key] = len(self._costs)
             self._costs.append(cost)
+
+
+def _distinct_pairs(size: np.ndarray, stride: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct (size, stride) rows and each input's row, as ``np.unique(axis=0)`` gives.
+
+    One int64 key per pair (size-major, so the order is the same) and a bisection into the few
+    distinct keys: ``np.unique`` of rows sorts the candidates through a slow structured view.
+    """
+    size = size.astype(np.int64)
+    stride = stride.astype(np.int64)
+    radix = int(stride.max(initial=0)) + 1
+    key = size * radix + stride
+    distinct = np.unique(key)
+    return np.stack([distinct // radix, distinct % radix], axis=1), np.searchsorted(distinct, key)
 
 
 def comm_table(fabric, *, ecmp: str = "hash", rank_gpu: np.ndarray | None = None) -> CommTable:

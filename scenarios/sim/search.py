@@ -300,12 +300,25 @@ def _table_comm(table, c, index):
 
 def _shapes(c, index, bound):
     """Shape id per candidate and each shape's smallest lower bound."""
-    keys = np.stack([c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")], axis=1)
-    _, shape_id = np.unique(keys, axis=0, return_inverse=True)
-    shape_id = shape_id.ravel()
+    shape_id = _row_ids([c[k][index] for k in ("tp", "pp", "dp", "cp", "ep")])
     best = np.full(shape_id.max() + 1, np.inf)
     np.minimum.at(best, shape_id, bound)
     return shape_id, best
+
+
+def _row_ids(columns: list[np.ndarray]) -> np.ndarray:
+    """Rank of each row among the distinct rows, as ``np.unique(axis=0, return_inverse=True)``.
+
+    The non-negative columns are packed into one mixed-radix int64 key (the order stays
+    lexicographic), which sorts far faster than rows; too wide a key falls back to rows.
+    """
+    radices = [int(col.max(initial=0)) + 1 for col in columns]
+    if any(col.size and col.min() < 0 for col in columns) or float(np.prod(radices, dtype=float)) >= 2.0**62:
+        return np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)[1].ravel()
+    key = np.zeros(columns[0].shape, np.int64)
+    for col, radix in zip(columns, radices, strict=True):  # five columns, not a loop over rows
+        key = key * radix + col
+    return np.searchsorted(np.unique(key), key)
 
 
 def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int, offset: int) -> list[dict[str, Any]]:

@@ -127,12 +127,13 @@ class _DomainShape:
 
 def _domain_shape(gpus: np.ndarray, gpu_domain: np.ndarray) -> _DomainShape:
     """Members per scale-up domain and domains per group, shape (ng, n) input."""
-    n_groups, n = gpus.shape
-    domains = gpu_domain[gpus]
-    key = np.repeat(np.arange(n_groups, dtype=np.int64), n) * (int(gpu_domain.max()) + 1)
-    _, counts = np.unique(key + domains.ravel(), return_counts=True)
-    sorted_domains = np.sort(domains, axis=1)
-    n_domains_per_group = 1 + np.count_nonzero(np.diff(sorted_domains, axis=1), axis=1)
+    n = gpus.shape[1]
+    sorted_domains = np.sort(gpu_domain[gpus], axis=1)
+    # Members per (group, domain): run lengths of each sorted row (no second sort).
+    starts = np.ones(sorted_domains.shape, bool)
+    starts[:, 1:] = sorted_domains[:, 1:] != sorted_domains[:, :-1]
+    counts = np.diff(np.append(np.flatnonzero(starts), starts.size))
+    n_domains_per_group = np.count_nonzero(starts, axis=1)
     uniform = bool(counts.min() == counts.max()) and n % int(counts.min()) == 0
     local_size = int(counts.min()) if uniform else 1
     return _DomainShape(local_size, int(n_domains_per_group.max()), uniform)
@@ -243,12 +244,11 @@ class _Routed:
 def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashable, dict[str, _Routed]]:
     """Route every pattern's flows in one call; per key and pattern, loads and worst rates.
 
-    "hash": the flows' incidence from one ``fabric.route`` call gives each pattern's
-    per-directed-link load (``incidence.T @ 1`` over the pattern's rows). "spread": the even
-    split over all equal-cost paths would materialise thousands of incidence entries per
-    cross-pod flow, so each pattern's load comes from ``fabric.link_load_gbps`` (the same
-    ``incidence.T @ rate`` aggregated per leaf and pod); path latencies still come from one
-    hash-routed call (equal-cost paths have equal latency in the generated fabrics).
+    One ``fabric.segment_loads`` call routes all flows and returns each pattern's
+    per-directed-link load: for "hash", the column sums of the hashed incidence over the
+    pattern's rows; for "spread", the even split over all equal-cost paths aggregated per leaf
+    and pod (``link_load_gbps``). Path latencies come from the hashed paths in both modes
+    (equal-cost paths have equal latency in the generated fabrics).
     """
     n_directed = 2 * int(fabric.n_links)
     capacity = np.asarray(fabric.directed_capacity_gbps, dtype=float)
@@ -257,9 +257,8 @@ def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashabl
     if bounds[-1] > 0:
         src = np.concatenate([p.src for p in patterns])
         dst = np.concatenate([p.dst for p in patterns])
-        routes = fabric.route(src, dst, ecmp="hash")
-        incidence = routes.incidence.tocsr()
-        latency = np.asarray(routes.latency_s, dtype=float)
+        routed = fabric.segment_loads(src, dst, bounds, ecmp=ecmp)
+        latency = routed.latency_s
     for i, pattern in enumerate(patterns):
         start, stop = int(bounds[i]), int(bounds[i + 1])
         if stop == start:
@@ -267,12 +266,7 @@ def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashabl
                 np.zeros(n_directed), float("inf"), 0.0, pattern.has_intra, False
             )
             continue
-        if ecmp == "hash":
-            first, last = incidence.indptr[start], incidence.indptr[stop]  # rows start..stop
-            rows = slice(first, last)
-            load = np.bincount(incidence.indices[rows], incidence.data[rows], minlength=n_directed)
-        else:
-            load = np.asarray(fabric.link_load_gbps(pattern.src, pattern.dst, 1.0, ecmp=ecmp), dtype=float)
+        load = routed.loads[i]
         load *= pattern.load_scale
         used = load > 0
         with np.errstate(divide="ignore"):
@@ -289,9 +283,8 @@ def _route_patterns(fabric, patterns: list[_Pattern], ecmp: str) -> dict[Hashabl
 
 
 def _max_flows_per_gpu(pattern: _Pattern) -> int:
-    sent = np.unique(pattern.src, return_counts=True)[1].max()
-    received = np.unique(pattern.dst, return_counts=True)[1].max()
-    return int(max(sent, received))
+    """Most flows one GPU sends or receives (a count per GPU id: no sort, unlike ``np.unique``)."""
+    return int(max(np.bincount(pattern.src).max(), np.bincount(pattern.dst).max()))
 
 
 def _kind_cost(

@@ -105,6 +105,18 @@ class CompiledFabric:
         """Load on every directed link, (2L,) Gb/s; see ``topology.fabric.routing.link_load_gbps``."""
         return routing.link_load_gbps(self, src_gpu, dst_gpu, rate_gbps, ecmp=ecmp, salt=salt)
 
+    def segment_loads(
+        self,
+        src_gpu: np.ndarray,
+        dst_gpu: np.ndarray,
+        bounds: np.ndarray,
+        *,
+        ecmp: str = "hash",
+        salt: int = 0,
+    ) -> routing.SegmentLoads:
+        """Per-segment link loads and path latencies; see ``topology.fabric.routing.segment_loads``."""
+        return routing.segment_loads(self, src_gpu, dst_gpu, bounds, ecmp=ecmp, salt=salt)
+
 
 def compile_plan(plan: FabricPlan) -> CompiledFabric:
     """Compile a plan into index arrays (vectorized; no Python loop per GPU or link).
@@ -227,7 +239,7 @@ def _structure(plan: FabricPlan) -> dict[str, np.ndarray | int]:
     pod_order = np.argsort(pod[spine_of_2], kind="stable")
     pod_up_ptr = np.zeros(n_pods + 1, np.int64)
     np.cumsum(np.bincount(pod[spine_of_2], minlength=n_pods), out=pod_up_ptr[1:])
-    _check_reachability(plan, pod, key1, key2, n_pods)
+    _check_reachability(plan, pod, count1, count2, n_pods)
     return {
         "nic_leaf": nic_leaf,
         "nic_link": nic_link,
@@ -269,23 +281,33 @@ def _key_table(sorted_keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     """Dense (start, count) of each key's run in ``sorted_keys`` (start -1 where absent)."""
     start = np.full(size, -1, np.int64)
     count = np.zeros(size, np.int64)
-    keys, first, runs = np.unique(sorted_keys, return_index=True, return_counts=True)
+    # The keys are sorted already: runs start where a key changes (np.unique would re-sort).
+    is_first = np.ones(sorted_keys.size, bool)
+    is_first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    first = np.flatnonzero(is_first)
+    keys, runs = sorted_keys[first], np.diff(np.append(first, sorted_keys.size))
     start[keys] = first
     count[keys] = runs
     return start, count
 
 
 def _check_reachability(
-    plan: FabricPlan, pod: np.ndarray, key1: np.ndarray, key2: np.ndarray, n_pods: int
+    plan: FabricPlan, pod: np.ndarray, count1: np.ndarray, count2: np.ndarray, n_pods: int
 ) -> None:
-    """Every leaf must reach every spine of its pod; every core every pod."""
+    """Every leaf must reach every spine of its pod; every core every pod.
+
+    ``count1`` / ``count2`` are the dense link counts per (spine, leaf rank) and (core, pod):
+    their non-zero cells are the distinct pairs the wiring connects.
+    """
     leaves = np.flatnonzero(plan.switch_tier == TIER_LEAF)
     spine_count = np.bincount(pod[(pod >= 0) & (plan.switch_tier != TIER_LEAF)], minlength=n_pods)
     leaf_count = np.bincount(pod[leaves][pod[leaves] >= 0], minlength=n_pods)
-    if np.unique(key1).size != int((spine_count * leaf_count).sum()):
+    if np.count_nonzero(count1) != int((spine_count * leaf_count).sum()):
         raise FabricError("link_b: every leaf must connect to every spine of its pod")
-    cores = np.unique(key2 // max(n_pods, 1))
-    if key2.size and np.unique(key2).size != cores.size * n_pods:
+    per_core = count2.reshape(-1, max(n_pods, 1))
+    n_cores = np.count_nonzero(per_core.any(axis=1))
+    n_pairs = np.count_nonzero(per_core)
+    if n_pairs and n_pairs != n_cores * n_pods:
         raise FabricError("link_b: every core must connect to every pod")
-    if leaves.size > 1 and n_pods > 1 and key2.size == 0:
+    if leaves.size > 1 and n_pods > 1 and n_pairs == 0:
         raise FabricError("link_tier: leaves in several pods need a core tier to reach each other")

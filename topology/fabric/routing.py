@@ -93,7 +93,7 @@ def route(
     """
     flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
     if ecmp == "hash":
-        incidence = _hash_incidence(fabric, flows, _flow_hash(src_gpu, dst_gpu, salt))
+        incidence = _hash_incidence(fabric, flows, _hash_walk(fabric, flows, src_gpu, dst_gpu, salt))
     else:
         incidence = _spread_incidence(fabric, flows)
     hops = np.zeros(flows.n_flows, np.int64)
@@ -119,8 +119,87 @@ def link_load_gbps(
     flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
     rate = np.broadcast_to(np.asarray(rate_gbps, dtype=float), (flows.n_flows,))
     if ecmp == "hash":
-        incidence = _hash_incidence(fabric, flows, _flow_hash(src_gpu, dst_gpu, salt))
+        incidence = _hash_incidence(fabric, flows, _hash_walk(fabric, flows, src_gpu, dst_gpu, salt))
         return np.asarray(incidence.T @ rate).ravel()
+    return _spread_load(fabric, flows, rate)
+
+
+@dataclass(frozen=True, eq=False)
+class SegmentLoads:
+    """Flows per directed link of each segment of a flow list, and each flow's path latency.
+
+    loads : list of (2L,) float arrays, one per segment (flow counts; fractional for "spread")
+    latency_s : (F,) hash-path latency of every flow (0 within a scale-up domain)
+    """
+
+    loads: list[np.ndarray]
+    latency_s: np.ndarray
+
+
+def segment_loads(
+    fabric: CompiledFabric,
+    src_gpu: np.ndarray,
+    dst_gpu: np.ndarray,
+    bounds: np.ndarray,
+    *,
+    ecmp: str = "hash",
+    salt: int = 0,
+) -> SegmentLoads:
+    """Link loads of several flow patterns routed together, without an incidence matrix.
+
+    Segment ``s`` is flows ``bounds[s]:bounds[s+1]``; its load equals the column sums of
+    ``route(...).incidence`` over its rows ("hash") or ``link_load_gbps(..., 1.0)`` of its flows
+    ("spread"), and ``latency_s`` equals ``route(..., ecmp="hash").latency_s``, bit for bit.
+    Building the CSR incidence dominated routing a large job's patterns; counting the hashed
+    hops directly skips it, and one classification serves every segment.
+    """
+    flows = _classify(fabric, src_gpu, dst_gpu, ecmp)
+    walk = _hash_walk(fabric, flows, src_gpu, dst_gpu, salt)
+    latency = _walk_latency(fabric, flows, walk)
+    n_directed = 2 * fabric.n_links
+    cross_pod_at = np.flatnonzero(flows.cross_pod)
+    pod = fabric.switch_pod
+    pods = (pod[flows.src_leaf[flows.cross_pod]], pod[flows.dst_leaf[flows.cross_pod]])
+    up, pod_up = 2 * fabric.up_link, 2 * fabric.pod_up_link
+    spread_to = (up, up + 1, pod_up, pod_up + 1)  # directed uplink ids, up then down
+    loads = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        view = _segment(flows, cross_pod_at, lo, hi)
+        if ecmp == "hash":
+            ids = np.concatenate([hop[part] for hop, part in zip(walk, view.parts, strict=True)])
+            loads.append(np.bincount(ids, minlength=n_directed).astype(float))
+        else:
+            loads.append(_unit_spread_load(fabric, walk, view, pods, spread_to))
+    return SegmentLoads(loads, latency)
+
+
+def _unit_spread_load(
+    fabric: CompiledFabric,
+    walk: tuple[np.ndarray, ...],
+    view: _Segment,
+    pods: tuple[np.ndarray, ...],
+    spread_to: tuple[np.ndarray, ...],
+) -> np.ndarray:
+    """``_spread_load`` of one segment at rate 1, reusing the walk's NIC hops and leaf pods.
+
+    The terms are added in ``_spread_load``'s order, but as one NIC count (up and down hit
+    even and odd ids apart) and scatters onto each term's own links (``up_link`` and
+    ``pod_up_link`` hold every link once), not as full-length bincounts: the same bits.
+    """
+    fab, in_pod = view.parts[0], view.parts[4]
+    nic = np.concatenate([walk[0][fab], walk[1][fab]])
+    load = np.bincount(nic, np.ones(nic.size), minlength=2 * fabric.n_links).astype(float, copy=False)
+    for leaves, target in ((view.flows.src_leaf, spread_to[0]), (view.flows.dst_leaf, spread_to[1])):
+        volume = np.bincount(leaves, minlength=fabric.n_switches)
+        load[target] += _spread_over(fabric.up_ptr, volume)
+    for pod_of, target in ((pods[0][in_pod], spread_to[2]), (pods[1][in_pod], spread_to[3])):
+        volume = np.bincount(pod_of, minlength=fabric.n_pods)
+        load[target] += _spread_over(fabric.pod_up_ptr, volume)
+    return load
+
+
+def _spread_load(fabric: CompiledFabric, flows: _Flows, rate: np.ndarray) -> np.ndarray:
+    """Per-hop even ECMP split aggregated per leaf and per pod: O(F + L), no incidence."""
     n_directed = 2 * fabric.n_links
     on_fabric = rate[flows.fabric]
     load = np.zeros(n_directed)
@@ -166,10 +245,12 @@ def _classify(fabric: CompiledFabric, src_gpu: np.ndarray, dst_gpu: np.ndarray, 
             raise FabricError(f"{name}: GPU indices must lie in 0..{fabric.n_gpus - 1}")
     same_domain = fabric.gpu_domain[src] == fabric.gpu_domain[dst]
     src_nic, dst_nic = fabric.gpu_nic[src], fabric.gpu_nic[dst]
-    src_leaf_all, dst_leaf_all = fabric.nic_leaf[src_nic], fabric.nic_leaf[dst_nic]
+    gpu_leaf = fabric.nic_leaf[fabric.gpu_nic]  # one lookup per GPU, not two per flow
     fabric_flows = np.flatnonzero(~same_domain)
-    cross_leaf = fabric_flows[src_leaf_all[fabric_flows] != dst_leaf_all[fabric_flows]]
-    src_leaf, dst_leaf = src_leaf_all[cross_leaf], dst_leaf_all[cross_leaf]
+    src_fabric, dst_fabric = src[fabric_flows], dst[fabric_flows]
+    differ = gpu_leaf[src_fabric] != gpu_leaf[dst_fabric]
+    cross_leaf = fabric_flows[differ]
+    src_leaf, dst_leaf = gpu_leaf[src_fabric[differ]], gpu_leaf[dst_fabric[differ]]
     cross_pod = fabric.switch_pod[src_leaf] != fabric.switch_pod[dst_leaf]
     return _Flows(
         src.size, src_nic, dst_nic, same_domain, fabric_flows, cross_leaf, src_leaf, dst_leaf, cross_pod
@@ -178,11 +259,12 @@ def _classify(fabric: CompiledFabric, src_gpu: np.ndarray, dst_gpu: np.ndarray, 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser (Steele, Lea & Flood 2014), on uint64 arrays (wrapping)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _MIX1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _MIX2
-    return x ^ (x >> np.uint64(31))
+    x = x ^ (x >> np.uint64(30))  # a new array: the caller's input is left alone
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _flow_hash(src_gpu: np.ndarray, dst_gpu: np.ndarray, salt: int) -> np.ndarray:
@@ -231,11 +313,90 @@ def _index_dtype(n_entries: int, n_directed: int) -> type:
     return np.int32 if max(n_entries, n_directed) < np.iinfo(np.int32).max else np.int64
 
 
-def _hash_incidence(fabric: CompiledFabric, flows: _Flows, hash_: np.ndarray) -> csr_matrix:
+def _hash_walk(
+    fabric: CompiledFabric, flows: _Flows, src_gpu: np.ndarray, dst_gpu: np.ndarray, salt: int
+) -> tuple[np.ndarray, ...]:
+    """Directed link ids of each hop of the hashed paths, in walk order.
+
+    (NIC up, NIC down) per fabric flow, (leaf up, spine down) per cross-leaf flow and
+    (spine up, core down) per cross-pod flow. Only cross-leaf flows choose among links, so only
+    they are hashed (the hash is element-wise: the same values as hashing every flow).
+    """
+    rows, cross = flows.cross_leaf, flows.cross_pod
+    hashes = _flow_hash(np.asarray(src_gpu)[rows], np.asarray(dst_gpu)[rows], salt)
+    on_fabric = flows.fabric
+    nic_up = 2 * fabric.nic_link[flows.src_nic[on_fabric]]
+    nic_down = 2 * fabric.nic_link[flows.dst_nic[on_fabric]] + 1
+    leaf_up, spine = _pick_uplink(fabric, flows.src_leaf, hashes, 1)
+    width = np.int64(fabric.pod_width)
+    dst_rank = fabric.leaf_rank[flows.dst_leaf]
+    spine_down = np.empty(rows.size, np.int64)
+    same = ~cross
+    cell = spine[same] * width + dst_rank[same]
+    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[same], 2)
+    spine_down[same] = 2 * fabric.leaf_down_link[down] + 1
+    spine_up, core = _pick_uplink(fabric, spine[cross], hashes[cross], 2)
+    cell = core * np.int64(fabric.n_pods) + fabric.switch_pod[flows.dst_leaf[cross]]
+    core_down = _pick_down(fabric.core_down_start, fabric.core_down_count, cell, hashes[cross], 3)
+    cell = fabric.core_down_spine[core_down] * width + dst_rank[cross]
+    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[cross], 4)
+    spine_down[cross] = 2 * fabric.leaf_down_link[down] + 1
+    return nic_up, nic_down, 2 * leaf_up, spine_down, 2 * spine_up, 2 * fabric.core_down_link[core_down] + 1
+
+
+def _walk_latency(fabric: CompiledFabric, flows: _Flows, walk: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Per-flow path latency summed hop by hop in walk order, as the CSR product sums a row.
+
+    Summed on the compact per-subset arrays, scattered into the flow axis once at the end.
+    """
+    nic_up, nic_down, leaf_up, spine_down, spine_up, core_down = walk
+    hop_s = fabric.directed_latency_s
+    leaf_at = np.searchsorted(flows.fabric, flows.cross_leaf)  # cross-leaf flows among fabric flows
+    on_fabric = hop_s[nic_up]
+    leaf = on_fabric[leaf_at] + hop_s[leaf_up]
+    leaf[flows.cross_pod] = leaf[flows.cross_pod] + hop_s[spine_up] + hop_s[core_down]
+    leaf += hop_s[spine_down]
+    on_fabric[leaf_at] = leaf
+    on_fabric += hop_s[nic_down]
+    latency = np.zeros(flows.n_flows)
+    latency[flows.fabric] = on_fabric
+    return latency
+
+
+@dataclass(frozen=True, eq=False)
+class _Segment:
+    """The flows ``lo:hi`` of a classification, and the matching slice of every walk array."""
+
+    flows: _Flows
+    parts: tuple[slice, ...]
+
+
+def _segment(flows: _Flows, cross_pod_at: np.ndarray, lo: int, hi: int) -> _Segment:
+    """Restrict a classification to flows ``lo:hi`` (its id arrays are sorted: two bisections)."""
+    a, b = np.searchsorted(flows.fabric, (lo, hi)).tolist()
+    c, d = np.searchsorted(flows.cross_leaf, (lo, hi)).tolist()
+    e, f = np.searchsorted(cross_pod_at, (c, d)).tolist()
+    view = _Flows(
+        flows.n_flows,
+        flows.src_nic,
+        flows.dst_nic,
+        flows.same_domain,
+        flows.fabric[a:b],
+        flows.cross_leaf[c:d],
+        flows.src_leaf[c:d],
+        flows.dst_leaf[c:d],
+        flows.cross_pod[c:d],
+    )
+    fab, leaf, pod = slice(a, b), slice(c, d), slice(e, f)
+    return _Segment(view, (fab, fab, leaf, leaf, pod, pod))
+
+
+def _hash_incidence(fabric: CompiledFabric, flows: _Flows, walk: tuple[np.ndarray, ...]) -> csr_matrix:
     """Rows in walk order: NIC up, leaf up, spine up, core down, spine down, NIC down.
 
     Built straight into CSR arrays (no COO sort): a flow has 0, 2, 4 or 6 entries.
     """
+    nic_up, nic_down, leaf_up, spine_down, spine_up, core_down = walk
     rows, cross = flows.cross_leaf, flows.cross_pod
     lengths = np.zeros(flows.n_flows, np.int64)
     lengths[flows.fabric] = 2
@@ -245,27 +406,13 @@ def _hash_incidence(fabric: CompiledFabric, flows: _Flows, hash_: np.ndarray) ->
     n_directed = 2 * fabric.n_links
     dtype = _index_dtype(int(indptr[-1]), n_directed)
     indices = np.empty(int(indptr[-1]), dtype)
-    on_fabric = flows.fabric
-    indices[indptr[on_fabric]] = 2 * fabric.nic_link[flows.src_nic[on_fabric]]
-    indices[indptr[on_fabric + 1] - 1] = 2 * fabric.nic_link[flows.dst_nic[on_fabric]] + 1
-    hashes = hash_[rows]
+    indices[indptr[flows.fabric]] = nic_up
+    indices[indptr[flows.fabric + 1] - 1] = nic_down
     first, last = indptr[rows], indptr[rows + 1]
-    leaf_up, spine = _pick_uplink(fabric, flows.src_leaf, hashes, 1)
-    indices[first + 1] = 2 * leaf_up
-    width = np.int64(fabric.pod_width)
-    dst_rank = fabric.leaf_rank[flows.dst_leaf]
-    same = ~cross
-    cell = spine[same] * width + dst_rank[same]
-    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[same], 2)
-    indices[last[same] - 2] = 2 * fabric.leaf_down_link[down] + 1
-    spine_up, core = _pick_uplink(fabric, spine[cross], hashes[cross], 2)
-    indices[first[cross] + 2] = 2 * spine_up
-    cell = core * np.int64(fabric.n_pods) + fabric.switch_pod[flows.dst_leaf[cross]]
-    core_down = _pick_down(fabric.core_down_start, fabric.core_down_count, cell, hashes[cross], 3)
-    indices[first[cross] + 3] = 2 * fabric.core_down_link[core_down] + 1
-    cell = fabric.core_down_spine[core_down] * width + dst_rank[cross]
-    down = _pick_down(fabric.leaf_down_start, fabric.leaf_down_count, cell, hashes[cross], 4)
-    indices[last[cross] - 2] = 2 * fabric.leaf_down_link[down] + 1
+    indices[first + 1] = leaf_up
+    indices[last - 2] = spine_down
+    indices[first[cross] + 2] = spine_up
+    indices[first[cross] + 3] = core_down
     data = np.ones(indices.size)
     return _csr(indptr.astype(dtype), indices, data, flows.n_flows, n_directed)
 
