@@ -21,7 +21,7 @@ from scenarios.sim.efficiency import TILED_ATTENTION, EfficiencyParams
 from scenarios.sim.frameworks import FRAMEWORKS
 from scenarios.sim.memory import GIB, memory_per_gpu
 from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
-from scenarios.sim.step_time import assemble_step, build_fabric, job_stragglers
+from scenarios.sim.step_time import assemble_step, build_fabric, job_scaleup_ranks, job_stragglers
 
 __all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
 
@@ -238,6 +238,7 @@ def search_layouts(
         straggler_factor=job_stragglers(
             fabric, placement, scenario.what_if, compute_time_s=1.0
         ).expected_step_factor,
+        scaleup_ranks=job_scaleup_ranks(fabric, placement),
         gpu=gpu,
         eff=eff,
     )

@@ -248,6 +248,8 @@ def dp_sync(
         * np.where(zero >= 3, 2.0 * microbatches, 1.0),
         "time_s": grad_sync + param_sync,
         "per_microbatch_s": per_mb_total,
+        # One earlier microbatch's stream (the NIC budget DP shares with pipeline sends).
+        "per_mb_stream_s": 2.0 * gather_mb + rs_mb,
         "buckets": np.broadcast_to(np.asarray(buckets, dtype=float), np.shape(grad_sync)),
         "dense_kind": dense_kind,
     }

@@ -78,6 +78,7 @@ def assemble_step(
     overlap_pp: bool = False,
     framework: Framework | None = None,
     straggler_factor: float = 1.0,
+    scaleup_ranks: float = np.inf,
 ) -> StepArrays:
     """Step time and its breakdown, vectorized over candidate layouts.
 
@@ -107,6 +108,9 @@ def assemble_step(
         ``E[max over the job's GPUs]`` of the per-step time factor (``job_stragglers``): the
         pipeline part of the step is stretched by it. 1 leaves the term 0 (``predict`` fills
         it from its own draw after simulating the schedule).
+    scaleup_ranks : float
+        The job's ranks per scale-up domain (``job_scaleup_ranks``): a data-parallel group
+        wider than that (``tp cp dp``) and a pipeline share the GPUs' NICs (default: never).
 
     Returns
     -------
@@ -161,13 +165,6 @@ def assemble_step(
     # compute, so only what exceeds the shorter op shows.
     shortest_op = np.minimum(stage_f, stage_b) / vpp
     p2p_s = np.maximum(p2p_total - shortest_op, 0.0) if overlap_pp else p2p_total
-    # The schedule with per-chunk ops (t_f/v + p2p) and (t_b/v + p2p) takes (m v + p - 1) op
-    # pairs (pipeline.pipeline_time_s; equal to the simulated Megatron order, test_pipeline):
-    # every op's own send is "pp" (2 m v sends per stage), the (p - 1) idle op pairs of fill
-    # and drain are the bubble, (p - 1) / (v m) of the busy time.
-    pp_exposed = 2.0 * m * vpp * p2p_s
-    bubble = bubble_fraction(pp, vpp, m) * (m * (stage_f + stage_b) + pp_exposed)
-
     dp_s, dp_volume = dp_sync(
         model,
         tp=tp,
@@ -185,6 +182,23 @@ def assemble_step(
         comm_time=comm_time,
         stack=stack,
     )
+    # DP and PP on one NIC: when both groups leave the scale-up domain, the sends a microbatch
+    # hides behind its compute share the link with that microbatch's ZeRO 2/3 stream; what no
+    # longer fits in the compute window waits, spread over the step's sends.
+    shares_nic = (pp > 1) & (tp * cp * dp > scaleup_ranks)
+    hidden_sends = np.where(shares_nic, 2.0 * vpp * (p2p_total - p2p_s), 0.0)
+    stream, window = dp_volume["per_mb_stream_s"], stage_f + stage_b
+    congestion = np.maximum(m - 1.0, 0.0) * (
+        np.maximum(stream + hidden_sends - window, 0.0) - np.maximum(stream - window, 0.0)
+    )
+    p2p_s = p2p_s + congestion / (2.0 * m * vpp)
+    # The schedule with per-chunk ops (t_f/v + p2p) and (t_b/v + p2p) takes (m v + p - 1) op
+    # pairs (pipeline.pipeline_time_s; equal to the simulated Megatron order, test_pipeline):
+    # every op's own send is "pp" (2 m v sends per stage), the (p - 1) idle op pairs of fill
+    # and drain are the bubble, (p - 1) / (v m) of the busy time.
+    pp_exposed = 2.0 * m * vpp * p2p_s
+    bubble = bubble_fraction(pp, vpp, m) * (m * (stage_f + stage_b) + pp_exposed)
+
     memory = memory_per_gpu(
         model,
         micro_batch=b,
@@ -270,6 +284,8 @@ def assemble_step(
             "p2p_comm_s": p2p_total,
             "dp_comm_s": dp_volume["time_s"],
             "dp_buckets": dp_volume["buckets"],
+            "dp_microbatch_stream_s": stream,
+            "dp_pp_congestion_s": congestion,
         },
     )
 
@@ -375,6 +391,7 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
         overlap_tp=job.overlap_tp,
         overlap_pp=job.overlap_pp,
         framework=FRAMEWORKS[job.framework],
+        scaleup_ranks=job_scaleup_ranks(fabric, placement),
         gpu=gpu,
         eff=eff,
         comm_time=comm.time_s,
@@ -408,6 +425,13 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
 #: are the same number summed in another order (they agree exactly in exact arithmetic for the
 #: uniform op durations used here; tests/sim/test_pipeline.py).
 SCHEDULE_CLOSED_FORM_RTOL = 1e-9
+
+
+def job_scaleup_ranks(fabric, placement) -> int:
+    """The job's ranks per scale-up domain (the fewest any of its domains holds): consecutive
+    ranks fill a domain first, so a group of more ranks than that leaves it over the NICs."""
+    domains = np.asarray(fabric.gpu_domain)[placement.rank_gpu]
+    return int(np.unique(domains, return_counts=True)[1].min())
 
 
 def job_stragglers(fabric, placement, what_if, *, compute_time_s: float, rng=None):

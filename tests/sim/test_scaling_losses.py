@@ -87,3 +87,63 @@ def test_search_winner_on_llama3_405b_16k_saves_only_where_the_breakdown_shows(l
     # reached (43 %, Table 4 first row) by more than the uncertainty.
     assert best["mfu"] <= 0.43 * (1 + STATED_UNCERTAINTY)
     assert best["zero"] < 3  # ZeRO-3 pays its per-microbatch gathers at this scale
+
+
+def _shared_nic_step(catalog, *, scaleup_ranks, overlap_pp=True):
+    """tp 8, dp 2, pp 2 on H100 with ZeRO 2, DP at 2 GB/s and pipeline sends at 1 GB/s."""
+    gpu = catalog.gpus["h100-sxm"]
+    job = parse_scenario(scenario_dict(model={"layers": 8, "hidden": 4096, "heads": 32})).job
+
+    def comm(kind, op, size):
+        return np.asarray(size, dtype=float) / {"dp": 2e9, "pp": 1e9}.get(kind, 1e12)
+
+    return assemble_step(
+        job.model,
+        micro_batch=1,
+        global_batch=16,
+        tp=8,
+        pp=2,
+        dp=2,
+        cp=1,
+        ep=1,
+        vpp=1,
+        recompute=0,
+        zero=2,
+        precision="bf16",
+        attention="flash",
+        overlap_dp=True,
+        overlap_pp=overlap_pp,
+        gpu=gpu,
+        eff=EfficiencyParams.from_mapping(gpu.efficiency),
+        comm_time=comm,
+        scaleup_ranks=scaleup_ranks,
+    )
+
+
+def test_dp_and_pp_sharing_the_nic_expose_the_sends_a_saturated_link_cannot_carry(catalog):
+    """8 ranks per scale-up domain: the 16-rank DP group (tp x dp) and the pipeline both leave
+    it. Each microbatch's ZeRO 2 reduce-scatter (0.25 s) far exceeds its compute (4 ms), so the
+    link has no room for the sends the overlap hid: all 7 earlier microbatches' hidden sends wait,
+    and the bubble grows by its (p - 1) / (v m) = 1/8 share of them."""
+    alone = _shared_nic_step(catalog, scaleup_ranks=np.inf)
+    shared = _shared_nic_step(catalog, scaleup_ranks=8)
+    d0 = {k: float(v) for k, v in alone.details.items()}
+    d1 = {k: float(v) for k, v in shared.details.items()}
+    window = sum(d0[k] for k in ("stage_forward_compute_s", "stage_forward_comm_s"))
+    window += sum(d0[k] for k in ("stage_backward_compute_s", "stage_backward_comm_s"))
+    assert d0["dp_microbatch_stream_s"] > window  # the DP stream alone saturates the NIC
+    hidden_sends = 2 * (d0["p2p_comm_s"] - d0["p2p_s"])  # per microbatch, v = 1
+    assert hidden_sends > 0
+    assert d1["dp_pp_congestion_s"] == pytest.approx(7 * hidden_sends, rel=1e-12)
+    assert float(shared.step_time_s - alone.step_time_s) == pytest.approx(
+        d1["dp_pp_congestion_s"] * (1 + 1 / 8), rel=1e-9
+    )
+    assert float(shared.hidden["pp"]) == pytest.approx(float(alone.hidden["pp"]) - d1["dp_pp_congestion_s"])
+
+
+def test_no_congestion_inside_the_domain_or_with_blocking_sends(catalog):
+    # tp x dp = 16 ranks fit a 16-rank domain: DP stays on NVLink.
+    assert float(_shared_nic_step(catalog, scaleup_ranks=16).details["dp_pp_congestion_s"]) == 0.0
+    # Blocking sends hide nothing: the DP stream runs during them, the window grows with them.
+    blocking = _shared_nic_step(catalog, scaleup_ranks=8, overlap_pp=False)
+    assert float(blocking.details["dp_pp_congestion_s"]) == 0.0
