@@ -3,9 +3,22 @@ a small generated design of team Alpha, a job that fits it and a scenario, and a
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from topology.fabric.specs import load_catalog
+
+
+def pytest_configure(config):
+    """SIGTERM (a CI timeout, an operator's kill) unwinds the session like Ctrl-C, so the
+    fixtures stop the Celery workers and servers they started in their own process groups;
+    otherwise those outlive pytest and hold the test database the next run must recreate."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session")

@@ -92,7 +92,11 @@ class Worker:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # not ready, or the session interrupted meanwhile: leave nothing
+            self.stop()
+            raise
 
     def _wait_ready(self, timeout_s: float = 60.0) -> None:
         from twin.celery import app
