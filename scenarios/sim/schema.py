@@ -202,7 +202,7 @@ WHAT_IF = Section(
             default=DEFAULT_STRAGGLER_SPREAD,
             lo=0.0,
             hi=0.9,
-            help="σ of per-GPU step time, 0–0.9",
+            help="σ of per-GPU step time; blank = 0.01, what Sinha et al. (SC'22) measured; 0 = ideal",
         ),
         Field(
             "slow_nodes",
