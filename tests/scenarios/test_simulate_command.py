@@ -148,3 +148,37 @@ def test_simulate_bad_failure_and_power_input_is_one_line_naming_the_field(
     with pytest.raises(CommandError) as caught:
         call_command("simulate", scenario_file({**scenario_dict(), **data}), *args)
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "database_url, reason",
+    [
+        ("sqlite:///{tmp}/never-migrated.sqlite3", "no such table"),
+        (
+            "postgres://postgres@127.0.0.1:5432/twin_never_created",
+            'database "twin_never_created" does not exist',
+        ),
+    ],
+    ids=["sqlite-not-migrated", "postgres-missing-database"],
+)
+def test_simulate_on_a_database_without_a_catalog_says_how_to_set_it_up(tmp_path, database_url, reason):
+    """A newcomer who runs simulate before `make run`: one line naming the cause and the fix."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.scenarios.integration import ROOT
+
+    if database_url.startswith("postgres") and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("needs the PostgreSQL server the suite runs on")
+    env = {**os.environ, "DATABASE_URL": database_url.format(tmp=tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulate", "docs/examples/gpt-1.3b-32gpu.yaml"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("CommandError: database: cannot read the hardware catalog (")
+    assert reason in lines[0] and "`make run`" in lines[0]

@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from scenarios.sim import (
     BREAKDOWN_KEYS,
@@ -47,7 +48,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         scenarios = self._load(options["scenario"])
         try:
-            catalog = catalog_load()
+            catalog = self._catalog()
             outputs = [self._run(scenario, catalog, options) for scenario in scenarios]
         except (ScenarioError, CatalogError) as exc:
             raise CommandError(clip_message(str(exc))) from None
@@ -56,6 +57,20 @@ class Command(BaseCommand):
         if options["json"]:
             payload = outputs[0] if len(outputs) == 1 else outputs
             self.stdout.write(json.dumps(payload, indent=2))
+
+    @staticmethod
+    def _catalog():
+        """The hardware catalog; a database without one is one CommandError line saying how to
+        set it up, never a traceback."""
+        try:
+            return catalog_load()
+        except DatabaseError as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise CommandError(
+                f"database: cannot read the hardware catalog ({clip_message(reason)}); set it up "
+                "once with `make run`, or `manage.py migrate` and `manage.py catalog import` "
+                "on this DATABASE_URL"
+            ) from None
 
     @staticmethod
     def _load(path):
