@@ -15,6 +15,8 @@ __all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "OVERLAP_KEYS", "StepResult"]
 #: Seconds per step by component; they sum to ``step_time_s``. (The timeline lays the pipeline
 #: kinds out op by op, then straggler wait, dp and optimizer: ``StageTimeline``.)
 BREAKDOWN_KEYS = ("compute", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer", "straggler")
+#: The pipeline part of the step (what the schedule lays out op by op, and what stragglers stretch).
+PIPELINE_KEYS = BREAKDOWN_KEYS[:6]
 #: Communication kinds whose time can be hidden behind compute (``StepResult.hidden``).
 OVERLAP_KEYS = ("tp", "cp", "ep", "pp", "dp")
 #: GiB per GPU (first pipeline stage); they sum to ``memory_gib_per_gpu``.

@@ -31,7 +31,7 @@ from scenarios.sim.pipeline import (
     stage_layers,
     stage_timeline,
 )
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, StepResult
+from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, PIPELINE_KEYS, StepResult
 from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
 from scenarios.sim.step_comm import dp_sync, layer_comm, params_updated, step_volumes
 
@@ -227,7 +227,7 @@ def assemble_step(
         "dp": dp_s,
         "optimizer": optimizer_time_s(updated, hbm_tbps=gpu.hbm_tbps, eff=eff),
     }
-    pipeline = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    pipeline = sum(breakdown[k] for k in PIPELINE_KEYS)
     breakdown["straggler"] = (straggler_factor - 1.0) * pipeline
     breakdown = {
         k: np.broadcast_to(np.asarray(v, dtype=float), np.shape(bubble)) for k, v in breakdown.items()
@@ -477,7 +477,7 @@ def _step_timeline(arrays, breakdown, job, what_if, fabric, placement, rng):
         per_op["backward_compute_s"] + per_op["backward_comm_s"] + per_op["p2p_s"],
     )
     pipeline = float(op_end.max())
-    closed = sum(breakdown[k] for k in ("compute", "tp", "cp", "ep", "pp", "bubble"))
+    closed = sum(breakdown[k] for k in PIPELINE_KEYS)
     difference = pipeline - closed
     if abs(difference) > SCHEDULE_CLOSED_FORM_RTOL * closed:
         breakdown["bubble"] += difference
