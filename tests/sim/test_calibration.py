@@ -3,13 +3,12 @@ held-out rows (docs/calibration) it was not."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from scenarios.sim import predict
 from scenarios.sim.calibration import FITTED_EXTRA_DIR, HELD_OUT_DIR, fitted_dir, load_cases
+from tests.sim._calibration import need_calibration
 
 FITTED = load_cases(fitted_dir()) if fitted_dir().is_dir() else []
 HELD_OUT = load_cases(HELD_OUT_DIR)
@@ -25,11 +24,8 @@ def _errors(cases, catalog):
 
 @pytest.fixture(scope="module")
 def fitted(catalog):
-    if not FITTED:
-        message = f"no calibration set at {fitted_dir()} (set TWIN_CALIBRATION_DIR)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    need_calibration(fitted_dir())
+    assert FITTED, f"no scenario with a measured block in {fitted_dir()}"
     return _errors(FITTED, catalog)
 
 

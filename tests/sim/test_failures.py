@@ -34,6 +34,7 @@ from scenarios.sim.failures import (
 )
 from scenarios.sim.failures_spec import parse_failures
 from scenarios.sim.scenario import parse_scenario
+from tests.sim._calibration import need_calibration
 from topology.fabric.compiled import compile_plan
 from topology.fabric.generators import generate
 from topology.fabric.specs import load_catalog
@@ -876,8 +877,7 @@ def test_failure_modules_are_pure():
 def test_calibration_llama3_interruptions_54_days_on_16384_h100():
     """Catalog rates derived from Dubey et al. 2024 Table 5 reproduce its counts."""
     path = fitted_dir() / "llama3-interruptions.yaml"
-    if not path.exists():
-        pytest.skip(f"calibration data not found at {path} (set TWIN_CALIBRATION_DIR)")
+    need_calibration(path)
     from scipy.stats import chi2
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from scenarios.sim.memory import (
 )
 from scenarios.sim.pipeline import pipeline_schedule
 from scenarios.sim.scenario import ModelSpec
+from tests.sim._calibration import need_calibration
 
 GPT_22B = ModelSpec(
     layers=48, hidden=6144, heads=64, vocab=51200, seq_len=2048, kv_heads=64, ffn_hidden=4 * 6144
@@ -152,6 +153,7 @@ def test_small_case_matches_the_formula_term_by_term():
 
 
 def _llama3_table4_cases():
+    need_calibration(fitted_dir())
     fitted = [c for c in load_cases(fitted_dir()) if c.scenario.name.startswith("llama3-405b")]
     held_out = [c for c in load_cases(HELD_OUT_DIR) if c.scenario.name.startswith("llama3-405b")]
     if not fitted:
