@@ -93,7 +93,7 @@ def run_parallel(model, spec, kwargs: dict, workers: int):
 
 def run_one(name: str, workers: int) -> dict:
     from scenarios.sim.failures import checkpoint_size, failure_components, simulate_failures
-    from scenarios.sim.failures_spec import parse_failures
+    from scenarios.sim.format.failures import parse_failures
     from topology.fabric.compiled import compile_plan
     from topology.fabric.generators import generate
     from topology.fabric.specs import load_catalog

@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scenarios.sim.layout import build_layout
-from scenarios.sim.network import comm_model
-from scenarios.sim.stragglers import straggler_effect
+from scenarios.sim.step.layout import build_layout
+from scenarios.sim.step.network import comm_model
+from scenarios.sim.step.stragglers import straggler_effect
 from topology.fabric.compiled import compile_plan
 from topology.fabric.generators import generate
 from topology.fabric.specs import load_catalog

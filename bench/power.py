@@ -45,7 +45,7 @@ def interleaved_timeline(gpu_stage: np.ndarray, *, pp: int, microbatches: int, c
     pipeline send; forwards 15 ms, backwards 30 ms per chunk, assumed), a drain bubble to the
     pipeline's end, then straggler wait (50 ms), exposed dp (300 ms) and optimizer (100 ms).
     """
-    from scenarios.sim.pipeline import PHASE_CODES, StageTimeline
+    from scenarios.sim.step.pipeline import PHASE_CODES, StageTimeline
 
     ops = 2 * microbatches * chunks
     forward_s, backward_s, comm_s, send_s = 0.015, 0.030, 0.003, 0.001

@@ -59,9 +59,6 @@ def run_one(nodes: int) -> dict:
     catalog = load_catalog()
     scenario = parse_scenario(llama_like(nodes))
     start = time.perf_counter()
-    import scenarios.sim.layout
-    import scenarios.sim.network
-    import scenarios.sim.placement  # noqa: F401
     import topology.fabric.compiled
     import topology.fabric.generators  # noqa: F401
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS
+from scenarios.sim.step.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS
 
 #: One color per step-time component / memory component (Tableau 10 order).
 PALETTE = (
@@ -217,9 +217,9 @@ def timeline_figure(timeline) -> go.Figure:
 
     Parameters
     ----------
-    timeline : scenarios.sim.pipeline.StageTimeline
+    timeline : scenarios.sim.step.pipeline.StageTimeline
     """
-    from scenarios.sim.pipeline import PHASE_KINDS, PHASE_LABELS
+    from scenarios.sim.step.pipeline import PHASE_KINDS, PHASE_LABELS
 
     kind, start, duration = timeline.kind, timeline.start_s, timeline.duration_s
     n_stages = int(kind.shape[0])

@@ -2,7 +2,7 @@
 kind declares its own options form in ``scenarios.kinds``).
 
 The scenario form is built from the scenario format's own declarations
-(``scenarios.sim.schema``): one input per field with the format's label, help and bounds, and the
+(``scenarios.sim.format.schema``): one input per field with the format's label, help and bounds, and the
 scenario-file path of every input, so a ``ValidationError`` keyed ``job.parallel.tp`` (or a
 message starting ``job.parallel.tp: ...``) from the services lands next to the ``tp`` input. The
 rules themselves stay in the core: the form only shapes the data.
@@ -15,9 +15,11 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios.sim import failures_spec, power_spec, schema
-from scenarios.sim.fields import Field, Section
-from scenarios.sim.presets import MODEL_PRESETS
+from scenarios.sim.format import failures as failures_spec
+from scenarios.sim.format import power as power_spec
+from scenarios.sim.format import schema
+from scenarios.sim.format.fields import Field, Section
+from scenarios.sim.format.presets import MODEL_PRESETS
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
 #: only when one of its inputs is filled in.
@@ -321,7 +323,7 @@ class ScenarioImportForm(forms.Form):
         self.fields["design"].queryset = designs
 
     def clean(self):
-        from scenarios.sim.yamlsafe import MAX_BYTES
+        from scenarios.sim.format.yamlsafe import MAX_BYTES
 
         data = super().clean()
         upload = data.get("file")

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from scenarios.sim import power_feeds
+from scenarios.sim.power import feeds as power_feeds
 from scenarios.storage import run_array
 from topology.caches import VersionedCache
 from topology.selectors import design_rack_power
@@ -141,7 +141,7 @@ def _design_rack_arrays(design) -> DesignRackArrays:
 
 def feed_loads(arrays: DesignRackArrays) -> tuple[np.ndarray, np.ndarray]:
     """Load fraction of every feed at nameplate with all feeds up and after the worst single
-    feed loss (``scenarios.sim.power_feeds.feed_loads``, the power core's one rule), (F,) each."""
+    feed loss (``scenarios.sim.power.feeds.feed_loads``, the power core's one rule), (F,) each."""
     return power_feeds.feed_loads(
         arrays.nameplate_kw, arrays.pair_feed, arrays.pair_rack, arrays.feed_capacity_kw
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from scenarios.sim.errors import preview
+from scenarios.sim.format.errors import preview
 
 #: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
 CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch")
@@ -23,7 +23,7 @@ CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "
 
 def is_generated(design) -> bool:
     """Whether a design was built by a generator whose parameters can build it again."""
-    from scenarios.sim.schema import GENERATORS
+    from scenarios.sim.format.schema import GENERATORS
 
     params = design.parameters or {}
     return design.generator in GENERATORS and bool(params.get("server")) and bool(params.get("nodes"))
@@ -91,7 +91,7 @@ def scenario_dict(
     """The scenario file dict (``version: 1``) of a design, a job, what-if overrides and the
     failure and power settings (node names in ``what_if.slow_nodes`` become indices; empty
     sections are left out)."""
-    from scenarios.sim.schema import SCHEMA_VERSION
+    from scenarios.sim.format.schema import SCHEMA_VERSION
 
     file_what_if = {k: v for k, v in (what_if or {}).items() if v is not None}
     if "slow_nodes" in file_what_if:
@@ -136,7 +136,7 @@ def _check_cluster_what_ifs(design, what_if: Mapping[str, Any]) -> None:
     """A hand-built design has no generator to build another cluster from: say so at once."""
     if is_generated(design):
         return
-    from scenarios.sim.schema import CLUSTER_WHAT_IFS
+    from scenarios.sim.format.schema import CLUSTER_WHAT_IFS
 
     asked = [k for k in CLUSTER_WHAT_IFS if what_if.get(k) not in (None, "")]
     if asked:
@@ -167,7 +167,7 @@ def scenario_check(
     ValidationError
         ``{field path: [message]}``, the path being the scenario file's (``job.parallel.tp``).
     """
-    from scenarios.sim.scenario import ScenarioError, check_scenario, parse_scenario
+    from scenarios.sim.format.scenario import ScenarioError, check_scenario, parse_scenario
     from topology.selectors import catalog_load
 
     what_if = dict(what_if or {})

@@ -165,7 +165,7 @@ def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
     from django.core.exceptions import ValidationError
 
     from scenarios.kinds.context import RunContext
-    from scenarios.sim.errors import ScenarioError
+    from scenarios.sim.format.errors import ScenarioError
 
     design = run.scenario.design
     try:

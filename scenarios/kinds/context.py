@@ -52,7 +52,7 @@ class RunContext:
     def plan(self):
         """The ``FabricPlan`` the scenario runs on: the saved design's, or the cluster the what-if
         describes (generated like the design)."""
-        from scenarios.sim.step_time import cluster_plan
+        from scenarios.sim.step.model import cluster_plan
         from topology.selectors import design_plan
 
         if self.changes_cluster:
@@ -63,8 +63,8 @@ class RunContext:
         """The compiled fabric of the scenario: the saved design's (compiled once per design
         version) when the what-if keeps the cluster, else the cluster the what-if describes;
         with the what-if's degraded spine applied."""
-        from scenarios.sim.network import fabric_with_tier_capacity_scale
-        from scenarios.sim.step_time import build_fabric
+        from scenarios.sim.step.model import build_fabric
+        from scenarios.sim.step.network import fabric_with_tier_capacity_scale
         from topology.selectors import design_fabric
 
         if self.changes_cluster:  # scenario_check refused this on a hand-built design

@@ -192,7 +192,7 @@ class SearchKind(RunKind):
     def _own_prediction(self, context) -> dict[str, Any] | None:
         """The scenario's own layout predicted like the candidates, what the table explains the
         winners against (None when that layout breaks a rule the search enforces)."""
-        from scenarios.sim.step_time import predict
+        from scenarios.sim.step.model import predict
 
         try:
             result = predict(context.scenario, catalog=context.catalog, fabric=context.fabric())

@@ -16,7 +16,7 @@ from scenarios.storage import run_array
 
 def stored_timeline(run):
     """The run's per-stage timeline rebuilt from its stored arrays (None before it has one)."""
-    from scenarios.sim.pipeline import StageTimeline
+    from scenarios.sim.step.pipeline import StageTimeline
 
     names = ("timeline_kind", "timeline_start_s", "timeline_duration_s", "timeline_microbatch")
     names += ("timeline_chunk", "timeline_n_phases", "gpu_stage")
@@ -55,7 +55,7 @@ class StepKind(RunKind):
     def execute(self, context, progress) -> RunOutput:
         """Predict one step on the scenario's fabric; store per-link, per-rack and per-GPU arrays
         and the per-stage timeline."""
-        from scenarios.sim.step_time import predict
+        from scenarios.sim.step.model import predict
 
         progress(0.0, "compiling fabric")
         fabric = context.fabric()

@@ -26,7 +26,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
 )
 from scenarios.scenario_file import is_generated
-from scenarios.sim.errors import ScenarioError, preview
+from scenarios.sim.format.errors import ScenarioError, preview
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768
@@ -231,7 +231,7 @@ def gpus_per_server(scenario, catalog) -> int:
 
 def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
     """(scenario at ``nodes``, error text) -- dp follows the GPU count."""
-    from scenarios.sim.scenario import ScenarioError, check_job
+    from scenarios.sim.format.scenario import ScenarioError, check_job
 
     job, p = scenario.job, scenario.job.parallel
     gpus_at = nodes * per_server
@@ -256,7 +256,7 @@ def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
 
 def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
     """One point of the scaling curve (a prediction on a freshly generated cluster)."""
-    from scenarios.sim.step_time import predict
+    from scenarios.sim.step.model import predict
 
     options = context.options
     per_server = gpus_per_server(context.scenario, context.catalog)

@@ -13,7 +13,7 @@ as it is and the web app imports it back as a new design with the same rows and 
     scenarios:
     - {version: 1, name: baseline, cluster: {...}, job: {...}, what_if: {...}}
 
-Text is read through the bounded loader (``scenarios.sim.yamlsafe.load_yaml``); every error names
+Text is read through the bounded loader (``scenarios.sim.format.yamlsafe.load_yaml``); every error names
 the field path and the line of the file it is on.
 """
 
@@ -29,7 +29,7 @@ from django.db import transaction
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import CLUSTER_KEYS, design_cluster, field_of, is_generated, scenario_to_dict
-from scenarios.sim.errors import clip_message, preview
+from scenarios.sim.format.errors import clip_message, preview
 from twin.permissions import CHANGE, VIEW, require
 
 SCHEMA_VERSION = 1
@@ -120,8 +120,8 @@ def _located(text: str, path: str, message: str) -> ValidationError:
 
 
 def _read(text: str | bytes) -> tuple[str, dict[str, Any]]:
-    from scenarios.sim.errors import ScenarioError
-    from scenarios.sim.yamlsafe import load_yaml
+    from scenarios.sim.format.errors import ScenarioError
+    from scenarios.sim.format.yamlsafe import load_yaml
 
     try:
         data = load_yaml(text, source="yaml")

@@ -331,7 +331,7 @@ def error_text(exc: BaseException) -> str:
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Errors of the user's input (a scenario the catalog no longer admits, a cluster that
     cannot be built, a design changed while computing): logged as one line, not a traceback."""
-    from scenarios.sim.scenario import ScenarioError
+    from scenarios.sim.format.scenario import ScenarioError
     from topology.fabric.plan import FabricError
     from topology.fabric.specs import CatalogError
 

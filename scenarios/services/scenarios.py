@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import design_cluster, field_of, scenario_check, scenario_to_dict
-from scenarios.sim.errors import clip_message
+from scenarios.sim.format.errors import clip_message
 from twin.permissions import CHANGE, require, restrict
 
 
@@ -121,7 +121,7 @@ def scenario_to_yaml(*, scenario: Scenario) -> str:
 def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
     """Import a scenario file (text, or the bytes of an upload).
 
-    The file goes through the bounded loader every door uses (``scenarios.sim.yamlsafe``: size,
+    The file goes through the bounded loader every door uses (``scenarios.sim.format.yamlsafe``: size,
     depth, aliases, duplicate keys, numbers and encoding checked while parsing, so one hostile
     file can neither stall the server nor echo megabytes back). With ``design`` the file's job and
     what-if are saved on that design (its ``cluster:`` is replaced by the design's; a different
@@ -133,8 +133,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
     ValidationError
         The field path of the first problem (``yaml`` for the file itself), as ``scenario_create``.
     """
-    from scenarios.sim.scenario import ScenarioError, parse_scenario
-    from scenarios.sim.yamlsafe import load_yaml
+    from scenarios.sim.format.scenario import ScenarioError, parse_scenario
+    from scenarios.sim.format.yamlsafe import load_yaml
 
     if design is not None:
         require(design, user, CHANGE)
@@ -171,8 +171,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
 
 
 def _design_for_cluster(parsed, user):
-    from scenarios.sim.scenario import ScenarioError
-    from scenarios.sim.step_time import cluster_plan
+    from scenarios.sim.format.scenario import ScenarioError
+    from scenarios.sim.step.model import cluster_plan
     from topology.models import Design, Team
     from topology.selectors import catalog_load
     from topology.services import design_create_from_plan

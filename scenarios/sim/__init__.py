@@ -8,10 +8,7 @@ Public API::
 
 from __future__ import annotations
 
-from scenarios.sim.pipeline import PHASE_KINDS, PHASE_LABELS, StageTimeline
-from scenarios.sim.placement import JobPlacement, place_job, scenario_job_gpus
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS, StepResult
-from scenarios.sim.scenario import (
+from scenarios.sim.format.scenario import (
     ClusterSpec,
     JobSpec,
     ModelSpec,
@@ -25,8 +22,11 @@ from scenarios.sim.scenario import (
     load_scenarios,
     parse_scenario,
 )
+from scenarios.sim.placement import JobPlacement, place_job, scenario_job_gpus
 from scenarios.sim.search import SearchResult, search_layouts
-from scenarios.sim.step_time import build_fabric, predict
+from scenarios.sim.step.model import build_fabric, predict
+from scenarios.sim.step.pipeline import PHASE_KINDS, PHASE_LABELS, StageTimeline
+from scenarios.sim.step.result import BREAKDOWN_KEYS, MEMORY_KEYS, OVERLAP_KEYS, StepResult
 
 __all__ = [
     "BREAKDOWN_KEYS",

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from scenarios.sim.flops import model_flops_per_step
-from scenarios.sim.scenario import Scenario, parse_scenario
+from scenarios.sim.format.scenario import Scenario, parse_scenario
+from scenarios.sim.step.flops import model_flops_per_step
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HELD_OUT_DIR = REPO_ROOT / "docs" / "calibration"

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.sim.scenario import PLACEMENTS, ScenarioError
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.schema import PLACEMENTS
 
 __all__ = [
     "PLACEMENTS",

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.efficiency import TILED_ATTENTION, EfficiencyParams
-from scenarios.sim.frameworks import FRAMEWORKS
-from scenarios.sim.memory import GIB, memory_per_gpu
-from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
-from scenarios.sim.step_time import assemble_step, build_fabric, job_scaleup_ranks, job_stragglers
+from scenarios.sim.format.frameworks import FRAMEWORKS
+from scenarios.sim.format.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.placement import place_job
+from scenarios.sim.step.efficiency import TILED_ATTENTION, EfficiencyParams
+from scenarios.sim.step.memory import GIB, memory_per_gpu
+from scenarios.sim.step.model import assemble_step, build_fabric, job_scaleup_ranks, job_stragglers
+from scenarios.sim.step.network import comm_table
 
 __all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
 
@@ -173,8 +175,6 @@ def search_layouts(
     -------
     SearchResult
     """
-    from scenarios.sim.network import comm_table
-    from scenarios.sim.placement import place_job
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")

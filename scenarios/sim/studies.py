@@ -25,13 +25,13 @@ from scenarios.sim.failures import (
     job_work_seconds,
     simulate_failures,
 )
-from scenarios.sim.failures_model import DEGRADE_KINDS
+from scenarios.sim.failures.model import DEGRADE_KINDS
+from scenarios.sim.format.power import EVENT_CODES, JobEvents, PowerSpec, job_events, parse_power
+from scenarios.sim.format.scenario import Scenario
 from scenarios.sim.placement import place_job
 from scenarios.sim.power import PowerResult, power_inputs, simulate_power
-from scenarios.sim.power_spec import EVENT_CODES, JobEvents, PowerSpec, job_events, parse_power
-from scenarios.sim.result import StepResult
-from scenarios.sim.scenario import Scenario
-from scenarios.sim.step_time import predict
+from scenarios.sim.step.model import predict
+from scenarios.sim.step.result import StepResult
 
 #: Component kinds whose loss slows the job instead of stopping it, and the part of the fabric
 #: ``degraded_fabric`` takes away for each.

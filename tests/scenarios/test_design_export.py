@@ -13,7 +13,7 @@ from django.urls import reverse
 from scenarios.models import Scenario
 from scenarios.services import scenario_create
 from scenarios.services.designs import design_export_yaml, design_import_yaml, line_of
-from scenarios.sim.scenario import load_scenarios
+from scenarios.sim.format.scenario import load_scenarios
 from topology.models import Node, Rack, Switch, TeamMembership
 
 

@@ -63,7 +63,7 @@ def test_sweep_points_larger_than_the_design_get_their_own_fabric(scenario):
 
 
 def test_sweep_whose_points_all_failed_fails_with_their_errors(scenario):
-    from scenarios.sim.errors import ScenarioError
+    from scenarios.sim.format.errors import ScenarioError
 
     spec, context = running_context(scenario, "sweep", {"nodes": [3, 5]})  # dp 3 and 5 miss the batch
     with pytest.raises(

@@ -65,7 +65,7 @@ def test_scenario_slow_nodes_accept_node_names(scenario, user):
 
 
 def test_scenario_nodes_override_is_a_file_field_that_sizes_the_cluster(scenario, user, job):
-    from scenarios.sim.scenario import parse_scenario
+    from scenarios.sim.format.scenario import parse_scenario
 
     job["parallel"]["dp"] = 8
     services.scenario_update(scenario=scenario, user=user, job=job, what_if={"nodes": 8})
@@ -84,7 +84,7 @@ def test_scenario_duplicate_picks_a_fresh_name(scenario, user):
 
 
 def test_scenario_yaml_roundtrip_runs_as_a_scenario_file(scenario, user):
-    from scenarios.sim.scenario import parse_scenario
+    from scenarios.sim.format.scenario import parse_scenario
 
     text = services.scenario_to_yaml(scenario=scenario)
     parsed = parse_scenario(yaml.safe_load(text))

@@ -653,7 +653,7 @@ def test_apply_this_layout_saves_a_what_if_scenario_with_it(client, user, scenar
 
 def test_model_presets_fill_the_form_and_expand_in_the_file_format(client, user, design):
     from scenarios.services import scenario_from_yaml
-    from scenarios.sim.presets import MODEL_PRESETS
+    from scenarios.sim.format.presets import MODEL_PRESETS
 
     client.force_login(user)
     html = client.get(reverse("scenarios:scenario-new") + f"?design={design.pk}").content.decode()
@@ -678,7 +678,7 @@ what_if: {{nodes: {NODES}}}
     assert page.status_code == 200
     form = page.context["form"]
     assert form["preset"].value() == "llama3-70b" and str(form["seq_len"].value()) == "4096"
-    from scenarios.sim.scenario import _parse_model
+    from scenarios.sim.format.scenario import _parse_model
 
     model = _parse_model(scenario.job["model"])
     assert (model.layers, model.hidden, model.kv_heads, model.seq_len) == (80, 8192, 8, 4096)

@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.sim import collectives as coll
-from scenarios.sim import traffic
-from scenarios.sim.layout import build_layout
+from scenarios.sim.step import collectives as coll
+from scenarios.sim.step import traffic
+from scenarios.sim.step.layout import build_layout
 from tests.sim._fabrics import fabric
 
 EFF_UP = coll.SCALEUP_BUS_EFFICIENCY

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from scenarios.sim.calibration import fitted_dir
-from scenarios.sim.errors import ScenarioError
 from scenarios.sim.failures import (
     BLOCK_TRIALS,
     InjectedEvent,
@@ -32,8 +31,9 @@ from scenarios.sim.failures import (
     simulate_failures,
     split_blocks,
 )
-from scenarios.sim.failures_spec import parse_failures
-from scenarios.sim.scenario import parse_scenario
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.failures import parse_failures
+from scenarios.sim.format.scenario import parse_scenario
 from tests.sim._calibration import need_calibration
 from topology.fabric.compiled import compile_plan
 from topology.fabric.generators import generate

@@ -3,13 +3,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.sim.flops import (
+from scenarios.sim.format.scenario import ModelSpec, MoeSpec
+from scenarios.sim.step.flops import (
     hardware_flops_per_step,
     layer_forward_flops,
     model_flops_per_step,
     total_params,
 )
-from scenarios.sim.scenario import ModelSpec, MoeSpec
 
 
 def gpt(layers=96, hidden=12288, heads=96, vocab=51200, seq_len=2048) -> ModelSpec:

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from scenarios.sim import ScenarioError, parse_scenario, predict
-from scenarios.sim.efficiency import EfficiencyParams, layer_times
-from scenarios.sim.frameworks import FRAMEWORKS
-from scenarios.sim.memory import FP8_WEIGHT_COPY_BYTES, activation_bytes_per_layer, memory_per_gpu
-from scenarios.sim.scenario import ModelSpec
+from scenarios.sim.format.frameworks import FRAMEWORKS
+from scenarios.sim.format.scenario import ModelSpec
+from scenarios.sim.step.efficiency import EfficiencyParams, layer_times
+from scenarios.sim.step.memory import FP8_WEIGHT_COPY_BYTES, activation_bytes_per_layer, memory_per_gpu
 from tests.sim._scenarios import scenario_dict
 
 LLAMA_8B = ModelSpec(

@@ -9,10 +9,10 @@ import pytest
 from scipy import integrate, stats
 
 from scenarios.sim import parse_scenario, predict, search_layouts
-from scenarios.sim.efficiency import EfficiencyParams, gemm_time_s, layer_times, tiled_attention_time_s
-from scenarios.sim.scenario import ModelSpec, ParallelSpec
-from scenarios.sim.schema import DEFAULT_STRAGGLER_SPREAD
-from scenarios.sim.step_time import build_fabric
+from scenarios.sim.format.scenario import ModelSpec, ParallelSpec
+from scenarios.sim.format.schema import DEFAULT_STRAGGLER_SPREAD
+from scenarios.sim.step.efficiency import EfficiencyParams, gemm_time_s, layer_times, tiled_attention_time_s
+from scenarios.sim.step.model import build_fabric
 from tests.sim._scenarios import scenario_dict
 
 LLAMA_8B = ModelSpec(

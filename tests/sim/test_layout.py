@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from scenarios.sim.layout import KIND_NAMES, build_layout
-from scenarios.sim.scenario import ScenarioError
+from scenarios.sim.format.scenario import ScenarioError
+from scenarios.sim.step.layout import KIND_NAMES, build_layout
 
 
 def _naive_groups(tp, pp, dp, cp, ep, kind):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from scenarios.sim.calibration import HELD_OUT_DIR, fitted_dir, load_cases
-from scenarios.sim.memory import (
+from scenarios.sim.format.scenario import ModelSpec
+from scenarios.sim.step.memory import (
     FRAGMENTATION,
     GIB,
     RESERVE_FIXED_GIB,
@@ -14,8 +15,7 @@ from scenarios.sim.memory import (
     in_flight_microbatches,
     memory_per_gpu,
 )
-from scenarios.sim.pipeline import pipeline_schedule
-from scenarios.sim.scenario import ModelSpec
+from scenarios.sim.step.pipeline import pipeline_schedule
 from tests.sim._calibration import need_calibration
 
 GPT_22B = ModelSpec(

@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.sim.collectives import SCALEOUT_BUS_EFFICIENCY
-from scenarios.sim.layout import KIND_NAMES, build_layout
-from scenarios.sim.network import (
+from scenarios.sim.step.collectives import SCALEOUT_BUS_EFFICIENCY
+from scenarios.sim.step.layout import KIND_NAMES, build_layout
+from scenarios.sim.step.network import (
     comm_model,
     comm_table,
     fabric_with_capacity_scale,

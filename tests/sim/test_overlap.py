@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from scenarios.sim import parse_scenario, predict
-from scenarios.sim.overlap import (
+from scenarios.sim.step.overlap import (
     bucket_count,
     grad_reduce_exposed_s,
     param_gather_exposed_s,

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from scenarios.sim.pipeline import (
+from scenarios.sim.step.pipeline import (
     PHASE_CODES,
     PHASE_KINDS,
     StageTimeline,

@@ -9,7 +9,7 @@ import pytest
 
 from scenarios.sim import ParallelSpec, ScenarioError, parse_scenario, predict, search_layouts
 from scenarios.sim.placement import choose_nodes, eligible_node_count, eligible_nodes, job_placement
-from scenarios.sim.step_time import build_fabric
+from scenarios.sim.step.model import build_fabric
 from topology.fabric.plan import LINK_TIERS
 
 SERVER_LEAF, LEAF_SPINE = LINK_TIERS.index("server_leaf"), LINK_TIERS.index("leaf_spine")

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from scenarios.sim.pipeline import PHASE_CODES, PHASE_KINDS, StageTimeline
+from scenarios.sim.format.power import CAP_EXPONENT, GpuKnobs, PowerSpec, check_power
 from scenarios.sim.power import (
     PowerError,
     PowerInputs,
@@ -24,8 +24,8 @@ from scenarios.sim.power import (
     power_inputs,
     simulate_power,
 )
-from scenarios.sim.power_series import band_share, cap_stretch
-from scenarios.sim.power_spec import CAP_EXPONENT, GpuKnobs, PowerSpec, check_power
+from scenarios.sim.power.series import band_share, cap_stretch
+from scenarios.sim.step.pipeline import PHASE_CODES, PHASE_KINDS, StageTimeline
 from tests.sim._fabrics import catalog
 
 # --- builders ---------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import pytest
 
 from scenarios.sim import parse_scenario, predict, search_layouts
 from scenarios.sim.calibration import HELD_OUT_DIR, STATED_UNCERTAINTY, load_cases
-from scenarios.sim.efficiency import EfficiencyParams
-from scenarios.sim.step_time import assemble_step, build_fabric
+from scenarios.sim.step.efficiency import EfficiencyParams
+from scenarios.sim.step.model import assemble_step, build_fabric
 from tests.sim._scenarios import scenario_dict
 
 COMM_KEYS = ("tp", "cp", "ep", "pp", "bubble", "dp", "straggler")

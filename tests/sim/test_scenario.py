@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.sim.scenario import ScenarioError, check_scenario, parse_scenario
+from scenarios.sim.format.scenario import ScenarioError, check_scenario, parse_scenario
 from tests.sim._scenarios import scenario_dict
 
 

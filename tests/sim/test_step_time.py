@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from scenarios.sim import BREAKDOWN_KEYS, ScenarioError, parse_scenario, predict
-from scenarios.sim.efficiency import EfficiencyParams
-from scenarios.sim.flops import model_flops_per_step
-from scenarios.sim.step_time import assemble_step
+from scenarios.sim.step.efficiency import EfficiencyParams
+from scenarios.sim.step.flops import model_flops_per_step
+from scenarios.sim.step.model import assemble_step
 from tests.sim._fabrics import fabric
 from tests.sim._scenarios import scenario_dict
 

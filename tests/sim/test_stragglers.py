@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.sim.stragglers import MIN_JITTER_FACTOR, straggler_effect
+from scenarios.sim.step.stragglers import MIN_JITTER_FACTOR, straggler_effect
 
 GPU_NODE = np.repeat(np.arange(16), 8)
 
@@ -37,7 +37,7 @@ def test_straggler_effect_matches_naive_reference():
 
 
 def test_straggler_effect_blocks_equal_one_draw(monkeypatch):
-    from scenarios.sim import stragglers
+    from scenarios.sim.step import stragglers
 
     whole = straggler_effect(GPU_NODE, compute_time_s=1.0, spread=0.1, n_steps=9, rng=3)
     monkeypatch.setattr(stragglers, "_MAX_DRAWS_PER_BLOCK", 2 * GPU_NODE.size)

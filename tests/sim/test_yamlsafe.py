@@ -1,4 +1,4 @@
-"""The bounded YAML loader (scenarios/sim/yamlsafe.py): each rule on both parsers (libyaml and
+"""The bounded YAML loader (scenarios/sim/format/yamlsafe.py): each rule on both parsers (libyaml and
 pure Python), every hostile corpus case in process with a bound on its message, and the JSON
 door's integer reader (``_int``) on values YAML can no longer produce."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios.sim import yamlsafe
-from scenarios.sim.errors import MAX_MESSAGE_CHARS, ScenarioError, clip_message, preview
-from scenarios.sim.scenario import check_scenario, load_scenarios, parse_scenario
-from scenarios.sim.yamlsafe import BACKENDS, MAX_BYTES, MAX_DEPTH, load_yaml, read_capped
+from scenarios.sim.format import yamlsafe
+from scenarios.sim.format.errors import MAX_MESSAGE_CHARS, ScenarioError, clip_message, preview
+from scenarios.sim.format.scenario import check_scenario, load_scenarios, parse_scenario
+from scenarios.sim.format.yamlsafe import BACKENDS, MAX_BYTES, MAX_DEPTH, load_yaml, read_capped
 from tests.corpus.hostile import BASE, CASES, CORPUS_DIR, FILE_CASES, readme
 from tests.sim._scenarios import scenario_dict
 

@@ -18,7 +18,7 @@ from scenarios.sim import (
     predict,
     search_layouts,
 )
-from scenarios.sim.errors import clip_message
+from scenarios.sim.format.errors import clip_message
 from topology.fabric.specs import CatalogError
 from topology.selectors import catalog_load
 
@@ -101,8 +101,8 @@ class Command(BaseCommand):
     def _studies(self, scenario, catalog, options):
         """The step prediction, then the failure and/or power simulations on the same fabric."""
         from scenarios.sim.failures import FailureSpec
-        from scenarios.sim.failures_spec import FAILURES
-        from scenarios.sim.step_time import cluster_plan
+        from scenarios.sim.format.failures import FAILURES
+        from scenarios.sim.step.model import cluster_plan
         from scenarios.sim.studies import (
             failure_study,
             power_events_from_failures,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.scenario import ModelSpec
+from scenarios.sim.format.scenario import ModelSpec
 
 __all__ = ["EfficiencyParams", "LayerTimes", "layer_times", "optimizer_time_s"]
 

@@ -29,25 +29,25 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.errors import ScenarioError
-from scenarios.sim.failures_engine import BLOCK_TRIALS, simulate_lanes
-from scenarios.sim.failures_model import (
+from scenarios.sim.failures.engine import BLOCK_TRIALS, simulate_lanes
+from scenarios.sim.failures.model import (
     CheckpointSize,
     FailureModel,
     checkpoint_size,
     degraded_fabric,
     failure_components,
 )
-from scenarios.sim.failures_result import FailureResult, block_summary, merge_failure_chunks
-from scenarios.sim.failures_setup import (
+from scenarios.sim.failures.result import FailureResult, block_summary, merge_failure_chunks
+from scenarios.sim.failures.setup import (
     InjectedEvent,
     closed_form_etr,
     injected_arrays,
     optimal_interval_s,
     resolve_run,
 )
-from scenarios.sim.failures_spec import FailureSpec, parse_failures
-from scenarios.sim.scenario import JobSpec
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.failures import FailureSpec, parse_failures
+from scenarios.sim.format.scenario import JobSpec
 
 __all__ = [
     "BLOCK_TRIALS",

@@ -1,7 +1,7 @@
 """The ``failures:`` section of a scenario: parse and validate it into a frozen ``FailureSpec``.
 
 Every key has a default, a bound and a source (``docs/failure-model.md`` lists them). Every
-mistake raises :class:`~scenarios.sim.scenario.ScenarioError` with one line naming the field
+mistake raises :class:`~scenarios.sim.format.scenario.ScenarioError` with one line naming the field
 path and the limit, e.g. ``failures.trials: must be an integer from 1 to 100,000 (got 0)``.
 
 The non-hardware default rates come from Dubey et al., "The Llama 3 Herd of Models" (2024),
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scenarios.sim.errors import ScenarioError
-from scenarios.sim.fields import Field, Section
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.fields import Field, Section
 
 __all__ = [
     "CheckpointPolicy",
@@ -137,7 +137,7 @@ class FailureSpec:
         return None if self.window_days is None else self.window_days * 86_400.0
 
 
-# --- sections: the format's declarations (scenarios/sim/fields.py) -------------------------
+# --- sections: the format's declarations (scenarios/sim/format/fields.py) -------------------------
 
 FAILURES = Section(
     "failures",

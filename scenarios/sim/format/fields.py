@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scenarios.sim.errors import ScenarioError, preview
+from scenarios.sim.format.errors import ScenarioError, preview
 
 Kind = Literal["int", "float", "choice", "bool", "slug", "indices", "text"]
 

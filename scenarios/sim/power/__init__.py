@@ -25,11 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.pipeline import PHASE_CODES
-from scenarios.sim.power_feeds import feed_capacity_kw, feed_loads, feed_loads_kw
-from scenarios.sim.power_inputs import PowerInputs, check_power_inputs, phase_levels_w, power_inputs
-from scenarios.sim.power_result import PowerResult, entity_arrays, feeds_over_limit, racks_over_budget
-from scenarios.sim.power_series import (
+from scenarios.sim.format.power import (
+    EVENT_KINDS,
+    JobEvents,
+    PowerError,
+    PowerSpec,
+    check_power,
+    job_events,
+    parse_power,
+    window_event_log,
+)
+from scenarios.sim.power.feeds import feed_capacity_kw, feed_loads, feed_loads_kw
+from scenarios.sim.power.inputs import PowerInputs, check_power_inputs, phase_levels_w, power_inputs
+from scenarios.sim.power.result import PowerResult, entity_arrays, feeds_over_limit, racks_over_budget
+from scenarios.sim.power.series import (
     JobStates,
     RowTimeline,
     band_share,
@@ -45,16 +54,7 @@ from scenarios.sim.power_series import (
     series_figures,
     staggered_rows,
 )
-from scenarios.sim.power_spec import (
-    EVENT_KINDS,
-    JobEvents,
-    PowerError,
-    PowerSpec,
-    check_power,
-    job_events,
-    parse_power,
-    window_event_log,
-)
+from scenarios.sim.step.pipeline import PHASE_CODES
 
 __all__ = [
     "PowerError",

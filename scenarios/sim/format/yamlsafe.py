@@ -36,7 +36,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from scenarios.sim.errors import PREVIEW_CHARS, ScenarioError, clip_message, one_line, preview
+from scenarios.sim.format.errors import PREVIEW_CHARS, ScenarioError, clip_message, one_line, preview
 
 #: Largest text accepted (bytes). Real scenario files are a few KB (the largest YAML file of
 #: the repository, the catalog, is 19 KB); 1 MiB leaves 50x headroom while the worst 1 MiB

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.sim.flops import embedding_params, layer_params
-from scenarios.sim.scenario import ModelSpec
+from scenarios.sim.format.scenario import ModelSpec
+from scenarios.sim.step.flops import embedding_params, layer_params
 
 __all__ = [
     "GIB",

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.pipeline import PHASE_CODES, PHASE_KINDS
-from scenarios.sim.power_feeds import feed_capacity_kw
-from scenarios.sim.power_spec import (
+from scenarios.sim.format.power import (
     COMM_FRACTION,
     COMPUTE_FRACTION,
     OPTIMIZER_FRACTION,
@@ -25,6 +23,8 @@ from scenarios.sim.power_spec import (
     WAIT_FRACTION,
     PowerError,
 )
+from scenarios.sim.power.feeds import feed_capacity_kw
+from scenarios.sim.step.pipeline import PHASE_CODES, PHASE_KINDS
 
 __all__ = ["PowerInputs", "check_power_inputs", "phase_levels_w", "power_inputs"]
 
@@ -50,7 +50,7 @@ def phase_levels_w(
     forward/backward draw ``compute_fraction x TDP``; comm and dp ``comm_fraction x TDP``;
     pp_wait, bubble and straggler ``wait_fraction x TDP``; optimizer ``optimizer_fraction x
     TDP``; idle ``idle_w``. No level falls below ``idle_w`` (a GPU cannot draw less than idle).
-    Sources of the default fractions: ``scenarios.sim.power_spec``.
+    Sources of the default fractions: ``scenarios.sim.format.power``.
     """
     fractions = {
         "compute": compute_fraction,

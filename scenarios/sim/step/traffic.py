@@ -1,12 +1,12 @@
 """Traffic patterns of parallel groups, routed on a compiled fabric, condensed into costs.
 
-For each communication kind of a :class:`~scenarios.sim.layout.Layout`, the flows that all its
+For each communication kind of a :class:`~scenarios.sim.step.layout.Layout`, the flows that all its
 groups send at once are built as arrays (ring channels, NCCL double binary trees, pipeline
 neighbours, all-to-all pairs) and every cross-domain flow of every kind and pattern is routed
 in a single ``fabric.route`` call. Per pattern, the load of each directed link is
 ``incidence.T @ 1`` and a flow runs at its share of its bottleneck link,
 ``min_d capacity_d / load_d`` over the links it crosses; the worst flow bounds the synchronous
-collective. The result is one :class:`~scenarios.sim.collectives.GroupCost` per kind, which
+collective. The result is one :class:`~scenarios.sim.step.collectives.GroupCost` per kind, which
 ``collectives.collective_time_s`` turns into times. See docs/network-model.md.
 """
 
@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from scenarios.sim.collectives import (
+from scenarios.sim.step.collectives import (
     SCALEOUT_BUS_EFFICIENCY,
     SCALEUP_BUS_EFFICIENCY,
     GroupCost,
 )
-from scenarios.sim.layout import KIND_NAMES, Layout
+from scenarios.sim.step.layout import KIND_NAMES, Layout
 
 __all__ = ["A2A_KINDS", "costs_for_groups", "group_costs", "nccl_tree_parents"]
 
@@ -58,7 +58,7 @@ def group_costs(fabric, layout: Layout, *, ecmp: str = "hash") -> dict[str, Grou
     Returns
     -------
     dict[str, GroupCost]
-        Keyed by :data:`~scenarios.sim.layout.KIND_NAMES`.
+        Keyed by :data:`~scenarios.sim.step.layout.KIND_NAMES`.
     """
     if layout.world_size > int(fabric.n_gpus) or int(layout.rank_gpu.max()) >= int(fabric.n_gpus):
         raise ValueError(f"parallel: the job needs {layout.world_size} GPUs, the fabric has {fabric.n_gpus}")

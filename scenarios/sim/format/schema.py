@@ -1,4 +1,4 @@
-"""The sections of a scenario file, declared once (``scenarios.sim.fields``): what the parser
+"""The sections of a scenario file, declared once (``scenarios.sim.format.fields``): what the parser
 reads, what the web form offers, with the same labels, bounds, defaults and help.
 
 Bounds marked "typo guard" reject typos and absurd inputs; they are not physical limits of any
@@ -7,8 +7,8 @@ real system (those are checked against the catalog and the fabric in ``check_sce
 
 from __future__ import annotations
 
-from scenarios.sim.fields import Field, Section
-from scenarios.sim.presets import MODEL_PRESETS
+from scenarios.sim.format.fields import Field, Section
+from scenarios.sim.format.presets import MODEL_PRESETS
 
 SCHEMA_VERSION = 1
 GENERATORS = ("rail-optimized", "nvl72", "fat-tree")
@@ -16,7 +16,7 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp8")
 MLP_KINDS = ("gelu", "swiglu")
 ATTENTION_KINDS = ("flash", "fused", "standard")
-FRAMEWORK_NAMES = ("megatron-2022", "megatron-core", "nemo-fp8", "deepspeed")  # sim/frameworks.py
+FRAMEWORK_NAMES = ("megatron-2022", "megatron-core", "nemo-fp8", "deepspeed")  # sim/format/frameworks.py
 ECMP_MODES = ("hash", "spread")
 PLACEMENTS = ("packed", "spread")  # job.placement (scenarios/sim/placement.py)
 #: Default coefficient of variation of a GPU's compute time (what_if.straggler_spread). Sinha et
@@ -88,7 +88,7 @@ MODEL = Section(
             "Model preset",
             "choice",
             choices=tuple(MODEL_PRESETS),
-            help="a published architecture (scenarios/sim/presets.py); keys given here override it",
+            help="a published architecture (scenarios/sim/format/presets.py); keys given here override it",
         ),
         _int("layers", "Layers", hi=MAX_LAYERS, required=True),
         _int("hidden", "Hidden size", hi=MAX_HIDDEN, required=True),

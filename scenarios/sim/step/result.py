@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.pipeline import StageTimeline
+from scenarios.sim.step.pipeline import StageTimeline
 
 __all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "OVERLAP_KEYS", "StepResult"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.sim.failures_cluster import LEMON, STOP_REMOVE
+from scenarios.sim.failures.cluster import LEMON, STOP_REMOVE
 
 __all__ = ["BATCH_EVENTS", "BLOCK_TRIALS", "EventStream"]
 

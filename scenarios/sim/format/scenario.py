@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from scenarios.sim.errors import ScenarioError, clip_message, preview
-from scenarios.sim.failures_spec import FailureSpec, parse_failures
-from scenarios.sim.fields import Field
-from scenarios.sim.power_spec import PowerSpec, check_power, parse_power
-from scenarios.sim.presets import apply_preset
-from scenarios.sim.schema import (  # noqa: F401  (the format's names, re-exported for callers)
+from scenarios.sim.format.errors import ScenarioError, clip_message, preview
+from scenarios.sim.format.failures import FailureSpec, parse_failures
+from scenarios.sim.format.fields import Field
+from scenarios.sim.format.frameworks import FRAMEWORKS, default_framework
+from scenarios.sim.format.power import PowerSpec, check_power, parse_power
+from scenarios.sim.format.presets import apply_preset
+from scenarios.sim.format.schema import (  # noqa: F401  (the format's names, re-exported for callers)
     ATTENTION_KINDS,
     CLUSTER,
     DEFAULT_STRAGGLER_SPREAD,
@@ -37,7 +38,10 @@ from scenarios.sim.schema import (  # noqa: F401  (the format's names, re-export
     TOP,
     WHAT_IF,
 )
-from scenarios.sim.yamlsafe import load_yaml_file
+from scenarios.sim.format.yamlsafe import load_yaml_file
+from scenarios.sim.placement import eligible_node_count, job_gpus
+from topology.fabric.generators import check_buildable
+from topology.fabric.plan import FabricError
 
 
 @dataclass(frozen=True)
@@ -253,8 +257,7 @@ def _parse_job(data: Any) -> JobSpec:
 
 def _apply_framework(values: dict, data: Any) -> None:
     """Fill the keys ``job.framework``'s preset governs where the job does not name them
-    (``scenarios/sim/frameworks.py``); explicit job keys win."""
-    from scenarios.sim.frameworks import FRAMEWORKS, default_framework
+    (``scenarios/sim/format/frameworks.py``); explicit job keys win."""
 
     def given(key):
         return data.get(key) is not None
@@ -384,7 +387,6 @@ def check_scenario(scenario: Scenario, catalog) -> None:
         _lookup(catalog.switch, cluster.switch, "cluster.switch")
     _check_buildable(cluster, catalog)
     _check_job_nodes(scenario.job, cluster, server)
-    from scenarios.sim.placement import job_gpus  # placement imports this module
 
     gpus, counted = job_gpus(
         scenario.job,
@@ -417,8 +419,6 @@ def check_scenario(scenario: Scenario, catalog) -> None:
 
 def _check_buildable(cluster: ClusterSpec, catalog) -> None:
     """The generator can build the cluster: the real node limit of its server and switch."""
-    from topology.fabric.generators import check_buildable
-    from topology.fabric.plan import FabricError
 
     try:
         check_buildable(cluster.generator, catalog=catalog, **cluster.generator_kwargs())
@@ -429,7 +429,6 @@ def _check_buildable(cluster: ClusterSpec, catalog) -> None:
 def _check_job_nodes(job: JobSpec, cluster: ClusterSpec, server) -> None:
     """``job.gpus_per_domain`` fits the server's scale-up domain; ``job.nodes`` fits the cluster
     (and the nodes eligible under ``gpus_per_domain``). Part of :func:`check_scenario`."""
-    from scenarios.sim.placement import eligible_node_count
 
     per_server, domain = server.gpus_per_server, server.scaleup_domain_gpus
     if job.gpus_per_domain is not None:

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from scenarios.sim.power_feeds import LossCases, loss_cases, rack_max_of_feeds, signature_stats
-from scenarios.sim.power_inputs import PowerInputs
-from scenarios.sim.power_series import block_mean
-from scenarios.sim.power_spec import PowerSpec
+from scenarios.sim.format.power import PowerSpec
+from scenarios.sim.power.feeds import LossCases, loss_cases, rack_max_of_feeds, signature_stats
+from scenarios.sim.power.inputs import PowerInputs
+from scenarios.sim.power.series import block_mean
 
 __all__ = ["MAX_LISTED", "PowerResult", "entity_arrays", "feeds_over_limit", "racks_over_budget"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.sim.scenario import ScenarioError
+from scenarios.sim.format.scenario import ScenarioError
 
 __all__ = ["KIND_NAMES", "Layout", "build_layout"]
 

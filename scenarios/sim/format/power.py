@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.errors import ScenarioError, preview
-from scenarios.sim.fields import Field, Section
+from scenarios.sim.format.errors import ScenarioError, preview
+from scenarios.sim.format.fields import Field, Section
 
 __all__ = [
     "EVENT_KINDS",

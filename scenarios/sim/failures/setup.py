@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.errors import ScenarioError
-from scenarios.sim.failures_engine import (
+from scenarios.sim.failures.engine import (
     BLOCK_TRIALS,
     DEGRADE,
     FEED,
@@ -24,8 +23,9 @@ from scenarios.sim.failures_engine import (
     STOP_REMOVE,
     EngineConfig,
 )
-from scenarios.sim.failures_model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, CheckpointSize, FailureModel
-from scenarios.sim.failures_spec import FailureSpec
+from scenarios.sim.failures.model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, CheckpointSize, FailureModel
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.failures import FailureSpec
 
 __all__ = [
     "KIND_NAMES",

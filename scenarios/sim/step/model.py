@@ -16,24 +16,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.efficiency import TILED_ATTENTION, EfficiencyParams, layer_times, optimizer_time_s
-from scenarios.sim.flops import (
+from scenarios.sim.format.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework
+from scenarios.sim.format.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.placement import place_job
+from scenarios.sim.step.comm import dp_sync, layer_comm, params_updated, step_volumes
+from scenarios.sim.step.efficiency import TILED_ATTENTION, EfficiencyParams, layer_times, optimizer_time_s
+from scenarios.sim.step.flops import (
     RECOMPUTE_CODES,
     hardware_flops_per_step,
     model_flops_per_step,
 )
-from scenarios.sim.frameworks import DEFAULT_FRAMEWORK, FRAMEWORKS, Framework
-from scenarios.sim.memory import GIB, memory_per_gpu
-from scenarios.sim.pipeline import (
+from scenarios.sim.step.layout import build_layout
+from scenarios.sim.step.memory import GIB, memory_per_gpu
+from scenarios.sim.step.network import comm_model, fabric_with_capacity_scale, rack_link_utilization
+from scenarios.sim.step.pipeline import (
     bubble_fraction,
     pipeline_schedule,
     simulate_schedule,
     stage_layers,
     stage_timeline,
 )
-from scenarios.sim.result import BREAKDOWN_KEYS, MEMORY_KEYS, PIPELINE_KEYS, StepResult
-from scenarios.sim.scenario import Scenario, ScenarioError, check_scenario
-from scenarios.sim.step_comm import dp_sync, layer_comm, params_updated, step_volumes
+from scenarios.sim.step.result import BREAKDOWN_KEYS, MEMORY_KEYS, PIPELINE_KEYS, StepResult
+from scenarios.sim.step.stragglers import straggler_effect
+from topology.fabric.compiled import compile_plan
+from topology.fabric.generators import generate
 
 __all__ = ["StepArrays", "assemble_step", "predict"]
 
@@ -301,7 +307,6 @@ def _progress(on_progress, fraction: float, message: str) -> None:
 def cluster_plan(cluster, catalog):
     """Generate the ``FabricPlan`` a scenario's ``cluster:`` describes (``ScenarioError`` naming
     the cluster when the generator cannot build it)."""
-    from topology.fabric.generators import generate
 
     try:
         return generate(cluster.generator, catalog=catalog, **cluster.generator_kwargs())
@@ -311,14 +316,11 @@ def cluster_plan(cluster, catalog):
 
 def build_fabric(scenario: Scenario, catalog):
     """Generate and compile the scenario's cluster (with what-if capacity changes applied)."""
-    from topology.fabric.compiled import compile_plan
 
     plan = cluster_plan(scenario.effective_cluster(), catalog)
     fabric = compile_plan(plan)
     scale = scenario.what_if.spine_capacity_scale
     if scale < 1.0:
-        from scenarios.sim.network import fabric_with_capacity_scale
-
         fabric = fabric_with_capacity_scale(fabric, np.asarray(fabric.link_tier) >= 1, scale)
     return fabric
 
@@ -350,9 +352,6 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
     ------
     ScenarioError
     """
-    from scenarios.sim.layout import build_layout
-    from scenarios.sim.network import comm_model, rack_link_utilization
-    from scenarios.sim.placement import place_job
 
     check_scenario(scenario, catalog)
     job, what_if = scenario.job, scenario.what_if
@@ -438,7 +437,6 @@ def job_stragglers(fabric, placement, what_if, *, compute_time_s: float, rng=Non
     """The straggler draw of a job (``stragglers.straggler_effect``) over the GPUs it runs on:
     its ``what_if`` spread, steps and seed, and only the slow nodes it uses (idle nodes slow no
     one). ``predict`` and the layout search share it, so their straggler terms agree."""
-    from scenarios.sim.stragglers import straggler_effect
 
     slow = np.asarray(what_if.slow_nodes, dtype=np.int64)
     return straggler_effect(

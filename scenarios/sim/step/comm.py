@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.sim.flops import embedding_params, layer_params
-from scenarios.sim.overlap import (
+from scenarios.sim.step.flops import embedding_params, layer_params
+from scenarios.sim.step.overlap import (
     bucket_count,
     grad_reduce_exposed_s,
     param_gather_exposed_s,

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.failures_engine import BLOCK_TRIALS
-from scenarios.sim.failures_model import CATEGORIES
-from scenarios.sim.failures_setup import closed_form_etr
+from scenarios.sim.failures.engine import BLOCK_TRIALS
+from scenarios.sim.failures.model import CATEGORIES
+from scenarios.sim.failures.setup import closed_form_etr
 
 __all__ = ["BADPUT_KEYS", "FailureResult", "block_summary", "merge_failure_chunks"]
 

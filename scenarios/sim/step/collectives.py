@@ -1,7 +1,7 @@
 """NCCL-like collective costs (alpha-beta with bandwidths routed on the real fabric).
 
 :class:`GroupCost` holds, per communication kind, the worst group's shape and effective
-bandwidths, which ``scenarios.sim.traffic`` derives by routing every concurrent flow on the
+bandwidths, which ``scenarios.sim.step.traffic`` derives by routing every concurrent flow on the
 fabric (traffic inside one scale-up domain, NVLink / NVSwitch, runs at the GPUs' scale-up
 bandwidth). This module turns them into times.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.sim.layout import KIND_NAMES
+from scenarios.sim.step.layout import KIND_NAMES
 
 __all__ = [
     "KIND_NAMES",

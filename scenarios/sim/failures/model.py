@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scenarios.sim.errors import ScenarioError
-from scenarios.sim.flops import embedding_params, layer_params
-from scenarios.sim.scenario import JobSpec
+from scenarios.sim.format.errors import ScenarioError
+from scenarios.sim.format.scenario import JobSpec
+from scenarios.sim.step.flops import embedding_params, layer_params
+from scenarios.sim.step.network import fabric_with_capacity_scale
 from topology.fabric.plan import LINK_LEAF_SPINE, LINK_SPINE_CORE, TIER_CORE, TIER_LEAF, TIER_SPINE
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ REPAIR_KINDS = ("server", "switch", "link", "feed")
 
 #: Checkpoint bytes per parameter: bf16 weights (2) + fp32 master weights (4) + Adam m and v
 #: (4 + 4); gradients are not saved (Megatron-LM distributed optimizer checkpoint layout, the
-#: same 12 B of optimizer state as scenarios.sim.memory).
+#: same 12 B of optimizer state as scenarios.sim.step.memory).
 CHECKPOINT_BYTES_PER_PARAM = 14.0
 
 
@@ -579,10 +580,9 @@ def degraded_fabric(fabric: CompiledFabric, kind: str) -> CompiledFabric:
     Returns
     -------
     CompiledFabric
-        A copy with scaled capacities (``scenarios.sim.network.fabric_with_capacity_scale``),
+        A copy with scaled capacities (``scenarios.sim.step.network.fabric_with_capacity_scale``),
         or ``fabric`` itself when it has no such part.
     """
-    from scenarios.sim.network import fabric_with_capacity_scale
 
     if kind not in DEGRADE_KINDS:
         raise ScenarioError(f"kind: must be one of {', '.join(DEGRADE_KINDS)} (got {kind!r})")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.failures_cluster import (
+from scenarios.sim.failures.cluster import (
     DEGRADE,
     E_ABSORBED,
     E_DEGRADE,
@@ -36,7 +36,7 @@ from scenarios.sim.failures_cluster import (
     STOP_REMOVE,
     ClusterState,
 )
-from scenarios.sim.failures_stream import BATCH_EVENTS, BLOCK_TRIALS, EventStream
+from scenarios.sim.failures.stream import BATCH_EVENTS, BLOCK_TRIALS, EventStream
 
 __all__ = [
     "BLOCK_TRIALS",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.sim.collectives import (
+from scenarios.sim.step.collectives import (
     KIND_NAMES,
     OPS,
     CostArrays,
@@ -27,8 +27,8 @@ from scenarios.sim.collectives import (
     collective_time_s,
     stack_costs,
 )
-from scenarios.sim.layout import Layout
-from scenarios.sim.traffic import A2A_KINDS, costs_for_groups, group_costs
+from scenarios.sim.step.layout import Layout
+from scenarios.sim.step.traffic import A2A_KINDS, costs_for_groups, group_costs
 from topology.fabric.plan import LINK_TIERS
 
 __all__ = [
@@ -164,7 +164,7 @@ def comm_model(fabric, layout: Layout, *, ecmp: str = "hash") -> CommModel:
         Compiled fabric (uses ``gpu_domain``, ``gpu_scaleup_gbytes_per_s``,
         ``directed_capacity_gbps``, ``route``).
     layout : Layout
-        Rank -> GPU mapping and the groups of each kind (``scenarios.sim.layout.build_layout``).
+        Rank -> GPU mapping and the groups of each kind (``scenarios.sim.step.layout.build_layout``).
     ecmp : {"hash", "spread"}
         ECMP model passed to ``fabric.route``: one hashed path per flow, or an even split over
         all equal-cost paths.
@@ -274,7 +274,7 @@ def megatron_group_shape(kind: str, *, tp, pp, dp, cp=1, ep=1) -> tuple[np.ndarr
     """Size and rank stride of the groups of ``kind`` in Megatron order (vectorized).
 
     With ranks ``r = t + tp*(c + cp*(d + dp*p))`` every group of a kind is ``size`` ranks
-    ``stride`` apart (see :mod:`scenarios.sim.layout`).
+    ``stride`` apart (see :mod:`scenarios.sim.step.layout`).
 
     Returns
     -------

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.sim.scenario import ModelSpec
+from scenarios.sim.format.scenario import ModelSpec
 
 __all__ = [
     "hardware_flops_per_step",

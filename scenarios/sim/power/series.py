@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.pipeline import PHASE_CODES, PHASE_KINDS
-from scenarios.sim.power_spec import CAP_EXPONENT, EVENT_CODES, JobEvents
+from scenarios.sim.format.power import CAP_EXPONENT, EVENT_CODES, JobEvents
+from scenarios.sim.step.pipeline import PHASE_CODES, PHASE_KINDS
 
 __all__ = [
     "JobStates",

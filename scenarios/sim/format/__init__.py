@@ -1,0 +1,2 @@
+"""The scenario format: its sections, fields and limits, presets, the bounded YAML loader and
+the one error type."""
