@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from scenarios.scenario_file import SECTIONS
 from scenarios.sim.format import failures as failures_spec
 from scenarios.sim.format import power as power_spec
 from scenarios.sim.format import schema
@@ -38,8 +39,6 @@ FORM_SECTIONS: tuple[Section, ...] = (
     power_spec.POWER_STORAGE,
 )
 OPTIONAL_SECTIONS = ("job.model.moe",)
-#: The scenario file's sections the form fills (each a JSON field of ``Scenario``).
-FILE_SECTIONS = ("job", "what_if", "failures", "power")
 #: Slug fields and the catalog list their choices come from.
 CATALOG_CHOICES = {"server": "servers", "gpu": "gpus"}
 #: Where errors about a whole section or a derived rule go (the core names the section).
@@ -174,9 +173,10 @@ class ScenarioForm(forms.Form):
         return _nest(self._values(), "what_if.")
 
     def sections(self) -> dict[str, dict[str, Any]]:
-        """Every file section the form fills: ``{"job": ..., "what_if": ..., "power": ...}``."""
+        """Every section of a saved scenario (``scenario_file.SECTIONS``) from the cleaned data:
+        ``{"job": ..., "what_if": ..., "failures": ..., "power": ...}``."""
         values = self._values()
-        return {key: _nest(values, f"{key}.") for key in FILE_SECTIONS}
+        return {key: _nest(values, f"{key}.") for key in SECTIONS}
 
     def _values(self) -> dict[str, Any]:
         out = {}

@@ -16,6 +16,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from scenarios.sim.format.errors import preview
+from scenarios.sim.format.schema import CLUSTER_WHAT_IFS, GENERATORS, SCHEMA_VERSION, TOP
+
+#: The sections of the scenario file a saved scenario keeps, each a JSON field of ``Scenario``:
+#: the file's mappings (``scenarios.sim.format.schema.TOP``) but ``cluster`` (the design is the
+#: cluster) and ``measured`` (calibration files only; the core ignores it). The scenario form,
+#: the API's bodies and the file all read this one list, so a new section reaches every door.
+SECTIONS: tuple[str, ...] = tuple(key for key in TOP.mappings if key not in ("cluster", "measured"))
 
 #: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
 CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch")
@@ -23,8 +30,6 @@ CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "
 
 def is_generated(design) -> bool:
     """Whether a design was built by a generator whose parameters can build it again."""
-    from scenarios.sim.format.schema import GENERATORS
-
     params = design.parameters or {}
     return design.generator in GENERATORS and bool(params.get("server")) and bool(params.get("nodes"))
 
@@ -91,8 +96,6 @@ def scenario_dict(
     """The scenario file dict (``version: 1``) of a design, a job, what-if overrides and the
     failure and power settings (node names in ``what_if.slow_nodes`` become indices; empty
     sections are left out)."""
-    from scenarios.sim.format.schema import SCHEMA_VERSION
-
     file_what_if = {k: v for k, v in (what_if or {}).items() if v is not None}
     if "slow_nodes" in file_what_if:
         file_what_if["slow_nodes"] = _resolve_slow_nodes(design, file_what_if["slow_nodes"])
@@ -103,16 +106,14 @@ def scenario_dict(
     return out
 
 
+def sections_of(scenario) -> dict[str, Any]:
+    """``{section: its JSON}`` of a saved scenario, for every one of ``SECTIONS``."""
+    return {key: getattr(scenario, key) for key in SECTIONS}
+
+
 def scenario_to_dict(*, scenario) -> dict[str, Any]:
     """The scenario file dict of a saved scenario (what the core, the CLI and YAML export read)."""
-    return scenario_dict(
-        design=scenario.design,
-        name=scenario.name,
-        job=scenario.job,
-        what_if=scenario.what_if,
-        failures=scenario.failures,
-        power=scenario.power,
-    )
+    return scenario_dict(design=scenario.design, name=scenario.name, **sections_of(scenario))
 
 
 def field_of(message: str) -> str:
@@ -136,8 +137,6 @@ def _check_cluster_what_ifs(design, what_if: Mapping[str, Any]) -> None:
     """A hand-built design has no generator to build another cluster from: say so at once."""
     if is_generated(design):
         return
-    from scenarios.sim.format.schema import CLUSTER_WHAT_IFS
-
     asked = [k for k in CLUSTER_WHAT_IFS if what_if.get(k) not in (None, "")]
     if asked:
         key = f"what_if.{asked[0]}"
@@ -189,11 +188,5 @@ def scenario_check(
 def saved_scenario_check(scenario, *, catalog=None):
     """``scenario_check`` of a saved scenario (every section as saved): its core ``Scenario``."""
     return scenario_check(
-        design=scenario.design,
-        name=scenario.name,
-        job=scenario.job,
-        what_if=scenario.what_if,
-        failures=scenario.failures,
-        power=scenario.power,
-        catalog=catalog,
+        design=scenario.design, name=scenario.name, catalog=catalog, **sections_of(scenario)
     )

@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from scenarios.choices import RunStatus
 from scenarios.models import Scenario
+from scenarios.scenario_file import SECTIONS
 
 MAX_PK = 2**63 - 1
 
@@ -16,38 +17,66 @@ def id_field(**kwargs) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=1, max_value=MAX_PK, **kwargs)
 
 
-class ScenarioSerializer(serializers.ModelSerializer):
-    """A saved scenario: its design, the scenario file's ``job:`` and ``what_if:`` mappings."""
+#: The section every scenario needs (a scenario is a job on a design); the others are overrides.
+REQUIRED_SECTION = "job"
+
+
+def section_field(key: str, **options) -> serializers.DictField:
+    """The API field of one section of a saved scenario (``scenario_file.SECTIONS``)."""
+    optional = "" if key == REQUIRED_SECTION else " ({} when the scenario has none)"
+    return serializers.DictField(
+        help_text=f"the scenario file's {key}: mapping{optional}; docs/scenario-format.md", **options
+    )
+
+
+class SectionsMixin:
+    """A field for every section of a saved scenario (``scenario_file.SECTIONS``, derived from the
+    scenario format's schema), so that no door of the API drops one; ``section_options(key)`` says
+    whether it is read-only, required or defaulted."""
+
+    def section_options(self, key: str) -> dict:
+        raise NotImplementedError
+
+    def get_fields(self):
+        fields = list(super().get_fields().items())
+        at = next((i for i, (name, _) in enumerate(fields) if name == "created_by"), len(fields))
+        sections = [(key, section_field(key, **self.section_options(key))) for key in SECTIONS]
+        return dict(fields[:at] + sections + fields[at:])
+
+
+class ScenarioSerializer(SectionsMixin, serializers.ModelSerializer):
+    """A saved scenario: its design and every section of its scenario file but the cluster."""
 
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    job = serializers.DictField(help_text="the scenario file's job: mapping (docs/scenario-format.md)")
-    what_if = serializers.DictField(
-        help_text="the scenario file's what_if: mapping, plus the web-only key nodes"
-    )
 
     class Meta:
         model = Scenario
-        fields = ("id", "name", "description", "design", "job", "what_if", "created_by", "created", "updated")
+        fields = ("id", "name", "description", "design", "created_by", "created", "updated")
         read_only_fields = fields
 
+    def section_options(self, key: str) -> dict:
+        return {"read_only": True}
 
-class ScenarioCreateSerializer(serializers.Serializer):
-    """A new scenario from JSON: a design id, a name, the job and what-if mappings."""
+
+class ScenarioCreateSerializer(SectionsMixin, serializers.Serializer):
+    """A new scenario from JSON: a design id, a name, the job and the other sections' mappings."""
 
     design = id_field()
     name = serializers.CharField(allow_blank=True, trim_whitespace=False)
     description = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
-    job = serializers.DictField()
-    what_if = serializers.DictField(default=dict)
+
+    def section_options(self, key: str) -> dict:
+        return {} if key == REQUIRED_SECTION else {"default": dict}
 
 
-class ScenarioUpdateSerializer(serializers.Serializer):
-    """A change of a scenario: only the given fields change (the whole job when given)."""
+class ScenarioUpdateSerializer(SectionsMixin, serializers.Serializer):
+    """A change of a scenario: only the given fields change (a whole section when given)."""
 
     name = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
     description = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
-    job = serializers.DictField(required=False)
-    what_if = serializers.DictField(required=False)
+
+    def section_options(self, key: str) -> dict:
+        return {"required": False}
 
 
 class ScenarioImportSerializer(serializers.Serializer):

@@ -31,6 +31,7 @@ from scenarios.api.serializers import (
 )
 from scenarios.kinds import registry
 from scenarios.models import Run, RunArray, Scenario
+from scenarios.scenario_file import SECTIONS
 from scenarios.selectors import run_charts, run_state_brief
 from scenarios.storage import array_from_row
 from topology.fabric.jsonsafe import json_safe
@@ -57,7 +58,7 @@ YAML_RESPONSE = OpenApiResponse(
 
 @extend_schema(tags=["scenarios"])
 class ScenarioViewSet(mixins.ListModelMixin, TeamObjectViewSet):
-    """Scenarios: a design + the scenario file's job and what-if."""
+    """Scenarios: a design + the other sections of the scenario file (job, what-if, ...)."""
 
     model = Scenario
     serializer_class = ScenarioSerializer
@@ -76,9 +77,8 @@ class ScenarioViewSet(mixins.ListModelMixin, TeamObjectViewSet):
             design=design,
             name=data["name"],
             description=data["description"],
-            job=data["job"],
-            what_if=data["what_if"],
             user=request.user,
+            **{key: data[key] for key in SECTIONS},
         )
         return Response(ScenarioSerializer(scenario).data, status=status.HTTP_201_CREATED)
 
