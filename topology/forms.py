@@ -10,8 +10,11 @@ from django import forms
 
 from topology.choices import Generator
 from topology.fabric.generators import GENERATORS
-from topology.models import PowerFeedType, ServerType, SwitchType, Team
+from topology.models import Design, PowerFeedType, ServerType, SwitchType, Team
 from topology.services import GENERATOR_PARAMS
+
+#: A design name's input is as long as its column (the rule itself: ``services.design_name_check``).
+DESIGN_NAME_LENGTH = Design._meta.get_field("name").max_length
 
 AUTOMATIC = ("", "automatic")
 
@@ -67,7 +70,7 @@ class GeneratorForm(forms.Form):
 
 
 class DesignNewForm(GeneratorForm):
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=DESIGN_NAME_LENGTH)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
 
@@ -77,7 +80,7 @@ class DesignNewForm(GeneratorForm):
 
 
 class DesignEditForm(VersionedForm):
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=DESIGN_NAME_LENGTH)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
 
 
@@ -98,7 +101,7 @@ class FeedEditForm(VersionedForm):
 
 class ForkForm(forms.Form):
     team = forms.ModelChoiceField(label="Into team", queryset=Team.objects.none(), empty_label=None)
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=DESIGN_NAME_LENGTH)
 
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)

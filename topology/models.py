@@ -550,7 +550,7 @@ class DesignBuild(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     kind = models.CharField(max_length=16, choices=BuildKind.choices)
-    name = models.CharField(max_length=120)
+    name = models.CharField(max_length=Design._meta.get_field("name").max_length)
     description = models.TextField(blank=True)
     generator = models.CharField(max_length=32, blank=True)
     parameters = models.JSONField(default=default_dict, blank=True)

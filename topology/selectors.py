@@ -449,9 +449,17 @@ def plan_floor_plan(plan: FabricPlan) -> FloorPlan:
 
 
 def design_free_name(*, team, base: str) -> str:
-    """``base``, or "base 2", "base 3"... whichever the team has no design called (forms' defaults)."""
-    name, n = base[:120], 2
+    """``base``, or "base 2", "base 3"... whichever the team has no design called, cut to fit the
+    name column (the default of every door that names a design for the user: a fork, the design
+    a scenario file's cluster generates)."""
+    max_length = Design._meta.get_field("name").max_length
+    name, n = base[:max_length].strip(), 2
     while Design.objects.filter(team=team, name=name).exists():
         suffix = f" {n}"
-        name, n = base[: 120 - len(suffix)] + suffix, n + 1
+        name, n = base[: max_length - len(suffix)].strip() + suffix, n + 1
     return name
+
+
+def design_fork_name(*, design: Design, team) -> str:
+    """The default name of a fork of ``design`` into ``team``: "<name> (fork)", or a free variant."""
+    return design_free_name(team=team, base=f"{design.name} (fork)")

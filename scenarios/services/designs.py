@@ -188,15 +188,11 @@ def design_import_yaml(*, text: str | bytes, team, user, name: str | None = None
     (line N)"}`` (``yaml`` for the text itself, ``name`` for a name the team has already).
     """
     from scenarios.services.scenarios import scenario_from_yaml
-    from topology.models import Design
+    from topology.services import design_name_check
 
     require(team, user, CHANGE)
     text, data = _read(text)
-    name = (name or data["name"]).strip()
-    if Design.objects.filter(team=team, name=name).exists():
-        raise ValidationError(
-            {"name": f"name: {team} already has a design named {name!r}; choose another name"}
-        )
+    name = design_name_check(team=team, name=name or data["name"])  # before the plan is built
     design = _build_design(text, data, team=team, user=user, name=name)
     for index, entry in enumerate(data.get("scenarios") or []):
         where = f"scenarios[{index}]"

@@ -173,8 +173,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
 def _design_for_cluster(parsed, user):
     from scenarios.sim.format.scenario import ScenarioError
     from scenarios.sim.step.model import cluster_plan
-    from topology.models import Design, Team
-    from topology.selectors import catalog_load
+    from topology.models import Team
+    from topology.selectors import catalog_load, design_free_name
     from topology.services import design_create_from_plan
 
     team = restrict(Team.objects, user, CHANGE).order_by("pk").first()
@@ -184,9 +184,7 @@ def _design_for_cluster(parsed, user):
         plan = cluster_plan(parsed.cluster, catalog_load())
     except ScenarioError as exc:
         raise ValidationError({"cluster": str(exc)}) from None
-    name, n = f"{parsed.name} cluster", 2
-    while Design.objects.filter(team=team, name=name).exists():
-        name, n = f"{parsed.name} cluster {n}", n + 1
+    name = design_free_name(team=team, base=f"{parsed.name} cluster")
     return design_create_from_plan(plan=plan, name=name, team=team, user=user)
 
 

@@ -115,6 +115,22 @@ def test_a_name_the_team_has_is_refused_and_a_new_name_is_taken(two_scenarios, u
     assert again.scenarios.count() == 2
 
 
+def test_a_design_file_is_named_by_the_one_design_name_rule(two_scenarios, user):
+    """The import of a design file refuses a name with the words every door that names a design
+    uses (``topology.services.design_name_check``), before it builds anything."""
+    from topology.models import Design
+
+    team = two_scenarios.team
+    text = design_export_yaml(design=two_scenarios, user=user)
+    with pytest.raises(ValidationError) as taken:
+        design_import_yaml(text=text, team=team, user=user)
+    assert taken.value.message_dict == {"name": [f"name: team {team} already has a design named 'H100 x4'"]}
+    with pytest.raises(ValidationError) as too_long:
+        design_import_yaml(text=text, team=team, user=user, name="x" * 121)
+    assert too_long.value.message_dict == {"name": ["name: at most 120 characters (got 121)"]}
+    assert Design.objects.filter(team=team).count() == 1
+
+
 def test_a_hand_edited_design_does_not_export(design, user):
     from topology.services import rack_add
 

@@ -109,6 +109,36 @@ def test_scenario_from_yaml_without_design_generates_one(catalog_db, team, user,
     assert scenario.design.parameters["nodes"] == 4
 
 
+@pytest.mark.parametrize("name_length", [112, 120])
+def test_scenario_from_yaml_names_its_generated_design_within_the_name_column(
+    catalog_db, team, user, job, name_length
+):
+    """The design a scenario file's cluster generates is called "<name> cluster", or "... 2" when
+    the team has that one, cut to fit the name column: a 112-character scenario name (so
+    "<name> cluster" is 120) or a 120-character one gives a valid name, never an over-long one
+    (a DataError on PostgreSQL)."""
+    from tests.scenarios.conftest import make_design
+    from topology.models import Design
+
+    max_length = Design._meta.get_field("name").max_length
+    name = "n" * name_length
+    base = f"{name} cluster"
+    taken = make_design(team=team, user=user, name=base[:max_length])
+    text = yaml.safe_dump(
+        {
+            "version": 1,
+            "name": name,
+            "cluster": {"generator": "rail-optimized", "server": "dgx-h100", "nodes": 4},
+            "job": job,
+        }
+    )
+    design = services.scenario_from_yaml(text=text, design=None, user=user).design
+    assert len(design.name) <= max_length
+    assert design.name == f"{base[: max_length - 2]} 2" and design.name != taken.name
+    assert design.team == team
+    design.full_clean()
+
+
 def test_scenario_from_yaml_reports_bad_yaml_and_bad_fields(design, user):
     with pytest.raises(ValidationError) as caught:
         services.scenario_from_yaml(text="a: [", design=design, user=user)

@@ -81,6 +81,47 @@ def test_design_name_is_unique_per_team(catalog_db, team, small_plan):
     assert Design.objects.filter(name="dup").count() == 1
 
 
+def test_every_door_that_names_a_design_keeps_one_rule_with_one_wording(catalog_db, team, user, catalog):
+    """Create from a plan, generate, queue a build, fork, rename and the command line: a taken
+    name, an over-long one and a blank one give the same message whichever door named it."""
+    from topology.services import design_build_start, design_fork, design_generate, design_update
+
+    plan = generate("rail-optimized", catalog=catalog, server="dgx-h100", nodes=4)
+    params = {"server": "dgx-h100", "nodes": 4}
+    design_create_from_plan(plan=plan, name="dup", team=team, user=user)
+    other = design_create_from_plan(plan=plan, name="other", team=team, user=user)
+    doors = {
+        "create": lambda name: design_create_from_plan(plan=plan, name=name, team=team, user=user),
+        "generate": lambda name: design_generate(
+            generator="rail-optimized", params=params, name=name, team=team, user=user
+        ),
+        "build": lambda name: design_build_start(
+            team=team, user=user, name=name, generator="rail-optimized", params=params
+        ),
+        "fork": lambda name: design_fork(design=other, team=team, user=user, name=name),
+        "rename": lambda name: design_update(
+            design=other, user=user, expected_version=other.version, name=name
+        ),
+    }
+    max_length = Design._meta.get_field("name").max_length
+    cases = {
+        " dup ": f"name: team {team} already has a design named 'dup'",
+        "x" * (max_length + 1): f"name: at most {max_length} characters (got {max_length + 1})",
+        "  ": "name: required",
+    }
+    for door, call in doors.items():
+        for name, message in cases.items():
+            with pytest.raises(ValidationError) as caught:
+                call(name)
+            assert caught.value.message_dict == {"name": [message]}, (door, name)
+    with pytest.raises(CommandError, match=f"^{cases[' dup ']}$"):
+        call_command(
+            "design", "generate", "rail-optimized", "--server", "dgx-h100", "--nodes", "4",
+            "--save", "dup", "--team", team.name,
+        )  # fmt: skip
+    assert Design.objects.filter(team=team).count() == 2
+
+
 def test_design_generate_command_reports_json(catalog_db, capsys):
     call_command("design", "generate", "rail-optimized", "--server", "dgx-h100", "--nodes", "2048", "--json")
     report = json.loads(capsys.readouterr().out)

@@ -3,7 +3,8 @@
 - ``catalog``: import and export the hardware catalog; an edited entry reaches its designs;
 - ``history``: the design-change service (version bump + history entry in the changing
   transaction) and optimistic concurrency (``design_lock``, ``DesignConflict``);
-- ``building``: save a generated plan, the one validation of generator parameters;
+- ``building``: save a generated plan, the one validation of generator parameters and the one
+  rule of design names (``design_name_check``; ``selectors.design_free_name`` picks a free one);
 - ``builds``: background saves (generator or fork) with progress;
 - ``editing``: rename, rack budgets, feeds and panels, racks of servers, fork, delete;
 - ``teams``: teams, invitations, roles, and the demo data.
@@ -16,6 +17,7 @@ from topology.services.building import (
     GENERATOR_PARAMS,
     design_create_from_plan,
     design_generate,
+    design_name_check,
     generator_description,
     generator_plan,
 )
@@ -92,6 +94,7 @@ __all__ = [
     "design_fork",
     "design_generate",
     "design_lock",
+    "design_name_check",
     "design_of",
     "design_part_delete",
     "design_part_save",

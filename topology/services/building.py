@@ -1,6 +1,5 @@
 """Saving a generated ``FabricPlan`` as rows, the one validation of generator parameters (the
-command line, the design form, its preview and the API), and the background builds that let a
-page show a 16,384-GPU save as a progress bar."""
+command line, the design form, its preview and the API) and the one rule of design names."""
 
 from __future__ import annotations
 
@@ -86,6 +85,34 @@ def generator_description(generator: str, params: Mapping[str, Any]) -> str:
     return f"{generator} with parameters {shown}"
 
 
+# --- Design names: one rule ------------------------------------------------------------------
+
+
+def design_name_check(*, team: Team, name: Any, design: Design | None = None) -> str:
+    """The one rule of a design's name, for every door that names a design (create from a plan,
+    generate, fork, rename, import of a design or scenario file, the command line): not blank,
+    at most the column's length, and no other design of the team (``design`` itself excepted)
+    called so. Returns the name without surrounding blanks.
+
+    Raises
+    ------
+    ValidationError
+        ``{"name": "name: ..."}``.
+    """
+    name = str(name or "").strip()
+    if not name:
+        raise ValidationError({"name": "name: required"})
+    max_length = Design._meta.get_field("name").max_length
+    if len(name) > max_length:
+        raise ValidationError({"name": f"name: at most {max_length} characters (got {len(name):,})"})
+    taken = Design.objects.filter(team=team, name=name)
+    if design is not None:
+        taken = taken.exclude(pk=design.pk)
+    if taken.exists():
+        raise ValidationError({"name": f"name: team {team} already has a design named {name!r}"})
+    return name
+
+
 # --- Saving a plan ---------------------------------------------------------------------------
 
 
@@ -158,9 +185,7 @@ def design_create_from_plan(
 
     One ``bulk_create`` per table keeps a 16,384-GPU design well under the 30 s budget.
     """
-    name = str(name).strip()
-    if Design.objects.filter(team=team, name=name).exists():
-        raise ValidationError({"name": f"team {team} already has a design named {name!r}"})
+    name = design_name_check(team=team, name=name)
     rows = _catalog_rows(plan)
     design = Design(
         name=name,

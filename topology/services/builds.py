@@ -19,23 +19,12 @@ from topology import queue
 from topology.choices import BuildKind, BuildStatus
 from topology.fabric.jsonsafe import json_safe
 from topology.models import Design, DesignBuild, Team
-from topology.services.building import design_generate, generator_plan
+from topology.services.building import design_generate, design_name_check, generator_plan
 from topology.services.editing import design_fork
 from twin.permissions import CHANGE, VIEW, require
 from twin.progress import progress_clear, progress_publish
 
 logger = logging.getLogger(__name__)
-
-
-def _check_name(team: Team, name: str) -> str:
-    name = str(name or "").strip()
-    if not name:
-        raise ValidationError({"name": "name: required"})
-    if len(name) > 120:
-        raise ValidationError({"name": f"name: at most 120 characters (got {len(name):,})"})
-    if Design.objects.filter(team=team, name=name).exists():
-        raise ValidationError({"name": f"name: team {team} already has a design named {name!r}"})
-    return name
 
 
 @transaction.atomic
@@ -58,7 +47,7 @@ def design_build_start(
     NotFound, Forbidden, ValidationError: as ``design_generate`` / ``design_fork`` would.
     """
     require(team, user, CHANGE)
-    name = _check_name(team, name)
+    name = design_name_check(team=team, name=name)
     if kind == BuildKind.GENERATE:
         generator_plan(generator=generator, params=params or {})  # fast: refuse bad input now
     elif kind == BuildKind.FORK:

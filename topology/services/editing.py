@@ -17,7 +17,7 @@ from topology.choices import ChangeAction, FeedSide, Generator, SwitchTier
 from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricError
 from topology.models import Design, Gpu, Link, Node, PowerFeed, PowerFeedType, Rack, Switch, Team
-from topology.services.building import OnProgress, design_create_from_plan
+from topology.services.building import OnProgress, design_create_from_plan, design_name_check
 from topology.services.history import (
     Change,
     design_changed,
@@ -111,12 +111,7 @@ def design_update(
     locked = design_lock(design, expected_version)
     before = snapshot(locked, _PART_FIELDS[Design])
     if name is not None:
-        locked.name = str(name).strip()
-        taken = Design.objects.filter(team_id=locked.team_id, name=locked.name).exclude(pk=locked.pk)
-        if taken.exists():
-            raise ValidationError(
-                {"name": f"name: team {locked.team} already has a design named {locked.name!r}"}
-            )
+        locked.name = design_name_check(team=locked.team, name=name, design=locked)
     if description is not None:
         locked.description = str(description)
     return _save_edit(locked, design=locked, user=user, before=before)
@@ -451,11 +446,11 @@ def design_fork(
     scenarios (copied by the scenarios app on ``design_forked``); runs are not copied."""
     require(design, user, VIEW)
     require(team, user, CHANGE)
-    from topology.selectors import design_free_name, design_plan
+    from topology.selectors import design_fork_name, design_plan
 
     design = Design.objects.select_related("team").get(pk=design.pk)  # the version as saved now
 
-    name = str(name).strip() if name else design_free_name(team=team, base=f"{design.name} (fork)")
+    name = design_name_check(team=team, name=name) if name else design_fork_name(design=design, team=team)
     try:
         plan = design_plan(design=design)
     except FabricError as exc:

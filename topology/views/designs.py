@@ -25,7 +25,7 @@ from topology.caches import design_key
 from topology.choices import BuildKind, LinkTier, RackKind
 from topology.forms import DesignEditForm, ForkForm
 from topology.models import Design, DesignChange, Link, Rack, Team
-from topology.selectors import design_floor_plan, design_free_name, design_rack_power
+from topology.selectors import design_floor_plan, design_fork_name, design_rack_power
 from topology.views.doors import design_or_404, rack_of, versioned_save
 from twin.forms import add_service_errors
 from twin.permissions import CHANGE, MANAGE, actions_on, restrict
@@ -210,7 +210,7 @@ def design_fork(request, pk: int):
     default_team = team if team is not None and teams.filter(pk=team.pk).exists() else teams.first()
     initial = {
         "team": default_team,
-        "name": design_free_name(team=default_team or design.team, base=f"{design.name} (fork)"),
+        "name": design_fork_name(design=design, team=default_team or design.team),
     }
     form = ForkForm(request.POST or None, teams=teams, initial=initial)
     if request.method == "POST" and form.is_valid():
