@@ -23,6 +23,7 @@ from scenarios.sim.failures import (
     degraded_fabric,
     failure_components,
     job_work_seconds,
+    parse_failures,
     simulate_failures,
 )
 from scenarios.sim.failures.model import DEGRADE_KINDS
@@ -69,7 +70,7 @@ def failure_study(
         ``{"step_time_s", "degraded_step_time_s": {kind: s}}`` computed earlier (a chunk of a
         split run gets them from the run's first task instead of predicting four times again).
     """
-    spec = scenario.failures or FailureSpec()
+    spec = scenario.failures or parse_failures(None)
     model = failure_components(plan, fabric, place_job(fabric, scenario.job).nodes, catalog)
     if step_times is None:
         step = step or predict(scenario, catalog=catalog, fabric=fabric)

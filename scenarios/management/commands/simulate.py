@@ -100,7 +100,7 @@ class Command(BaseCommand):
 
     def _studies(self, scenario, catalog, options):
         """The step prediction, then the failure and/or power simulations on the same fabric."""
-        from scenarios.sim.failures import FailureSpec
+        from scenarios.sim.failures import parse_failures
         from scenarios.sim.format.failures import FAILURES
         from scenarios.sim.step.model import cluster_plan
         from scenarios.sim.studies import (
@@ -113,7 +113,8 @@ class Command(BaseCommand):
 
         if options["trials"] is not None:  # the file's rule and limit, named as the file names them
             trials = FAILURES.field("trials").read({"trials": options["trials"]}, "failures")
-            scenario = replace(scenario, failures=replace(scenario.failures or FailureSpec(), trials=trials))
+            spec = scenario.failures or parse_failures(None)
+            scenario = replace(scenario, failures=replace(spec, trials=trials))
         plan = cluster_plan(scenario.effective_cluster(), catalog)
         fabric = compile_plan(plan)
         step = predict(scenario, catalog=catalog, fabric=fabric)
@@ -125,7 +126,7 @@ class Command(BaseCommand):
             )
             out["failures"] = failures.to_dict()
             recovery = out["failures"]["recovery_s"]
-            blocking = not (scenario.failures or FailureSpec()).checkpoint.async_save
+            blocking = not (scenario.failures or parse_failures(None)).checkpoint.async_save
             events = power_events_from_failures(
                 out["failures"]["event_log"],
                 checkpoint_s=recovery["save"] if blocking else 0.0,

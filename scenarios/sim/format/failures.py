@@ -1,6 +1,9 @@
 """The ``failures:`` section of a scenario: parse and validate it into a frozen ``FailureSpec``.
 
-Every key has a default, a bound and a source (``docs/failure-model.md`` lists them). Every
+Every key has a default, a bound and a source (``docs/failure-model.md`` lists them), declared
+once in the section declarations below (``FAILURES``, ``CHECKPOINT``, ``RATES``, ``LEMONS``); the
+dataclasses only hold what :func:`parse_failures` read through them (``parse_failures(None)``
+gives the defaults). Every
 mistake raises :class:`~scenarios.sim.format.scenario.ScenarioError` with one line naming the field
 path and the limit, e.g. ``failures.trials: must be an integer from 1 to 100,000 (got 0)``.
 
@@ -13,7 +16,7 @@ both small-job and large-job MTTF, so software and operations faults form a per-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scenarios.sim.format.errors import ScenarioError
@@ -64,9 +67,9 @@ class CheckpointPolicy:
     with training: no pause, but the checkpoint only counts once the save has finished.
     """
 
-    interval_min: float | None = 30.0  # assumed (Llama 3 did not publish its interval)
-    save_s: float | None = None  # derived by default: state bytes / storage_gbytes_per_s
-    async_save: bool = False
+    interval_min: float | None
+    save_s: float | None
+    async_save: bool
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,10 @@ class RateOverrides:
     node-days on their RSC-1 cluster). The other three are per job-day.
     """
 
-    server_per_1000_node_days: float | None = None
-    software_per_day: float = SOFTWARE_PER_DAY
-    maintenance_per_day: float = MAINTENANCE_PER_DAY
-    planned_per_day: float = PLANNED_PER_DAY
+    server_per_1000_node_days: float | None
+    software_per_day: float
+    maintenance_per_day: float
+    planned_per_day: float
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,9 @@ class LemonSpec:
     (server hardware hazards) and leave the pool for good at their ``remove_after``-th failure.
     Kokolis et al. found lemon nodes were 1.2% of nodes yet touched 13% of daily jobs."""
 
-    fraction: float = 0.0  # off unless asked (Kokolis et al. saw 1.2% of nodes)
-    factor: float = 10.0  # assumed
-    remove_after: int = 2  # assumed: an operator retires a node at its second failure
+    fraction: float
+    factor: float
+    remove_after: int
 
 
 @dataclass(frozen=True)
@@ -106,24 +109,23 @@ class FailureSpec:
     one by one.
     """
 
-    trials: int = 1000
-    seed: int = 0
-    window_days: float | None = None
-    steps: int | None = None
-    checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
-    # Recovery and repair times: Dubey et al. (2024) publish none of them; assumed defaults.
-    detection_s: float = 60.0  # assumed: a heartbeat/watchdog noticing a dead rank within a minute
-    restart_min: float = 10.0  # assumed: reschedule, container start, NCCL init at 10k+ GPUs
-    reload_s: float | None = None  # derived by default: bytes read / storage_gbytes_per_s
-    storage_gbytes_per_s: float = STORAGE_GBYTES_PER_S
-    spare_servers: int | None = None  # None: DEFAULT_SPARE_SERVERS, at most the job's servers
-    repair_hours: float = 48.0  # assumed: vendor RMA / on-site swap of a server part in two days
-    switch_repair_hours: float = 4.0  # assumed: on-site spare switch swapped within a shift
-    link_repair_hours: float = 4.0  # assumed: optic or cable swapped within a shift
-    feed_repair_hours: float = 8.0  # assumed: breaker or whip replaced by the facility electrician
-    rates: RateOverrides = field(default_factory=RateOverrides)
-    weibull_shape: float = 1.0  # exponential gaps (the Poisson process both cited papers assume)
-    lemons: LemonSpec = field(default_factory=LemonSpec)
+    trials: int
+    seed: int
+    window_days: float | None
+    steps: int | None
+    checkpoint: CheckpointPolicy
+    detection_s: float
+    restart_min: float
+    reload_s: float | None
+    storage_gbytes_per_s: float
+    spare_servers: int | None  # None: DEFAULT_SPARE_SERVERS, at most the job's servers
+    repair_hours: float
+    switch_repair_hours: float
+    link_repair_hours: float
+    feed_repair_hours: float
+    rates: RateOverrides
+    weibull_shape: float
+    lemons: LemonSpec
 
     def spares(self, job_servers: int) -> int:
         """The spare servers held back: as given, else ``DEFAULT_SPARE_SERVERS`` or the job's
@@ -156,8 +158,12 @@ FAILURES = Section(
             help="blank = simulate until the job finishes",
         ),
         Field("steps", "Job length", "int", lo=1, hi=MAX_STEPS, unit="steps", help="blank = from job.tokens"),
+        # Recovery and repair times: Dubey et al. (2024) publish none of them; assumed defaults.
+        # Assumed: a heartbeat/watchdog notices a dead rank within a minute.
         Field("detection_s", "Detection time", "float", default=60.0, lo=0.0, hi=MAX_SECONDS, unit="s"),
+        # Assumed: reschedule, container start, NCCL initialisation at 10k+ GPUs.
         Field("restart_min", "Restart time", "float", default=10.0, lo=0.0, hi=1440.0, unit="min"),
+        # Derived by default: bytes read / storage_gbytes_per_s.
         Field(
             "reload_s",
             "Checkpoint reload time",
@@ -185,12 +191,17 @@ FAILURES = Section(
             hi=MAX_SPARE_SERVERS,
             help=f"beyond the design's idle ones; blank = {DEFAULT_SPARE_SERVERS}, or fewer on a smaller job",
         ),
+        # Assumed: vendor RMA / on-site swap of a server part in two days.
         Field("repair_hours", "Server repair time", "float", default=48.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        # Assumed: an on-site spare switch swapped within a shift.
         Field(
             "switch_repair_hours", "Switch repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"
         ),
+        # Assumed: an optic or cable swapped within a shift.
         Field("link_repair_hours", "Link repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        # Assumed: a breaker or whip replaced by the facility electrician.
         Field("feed_repair_hours", "Feed repair time", "float", default=8.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        # Exponential gaps by default: the Poisson process both cited papers assume.
         Field(
             "weibull_shape",
             "Weibull shape",
@@ -207,6 +218,7 @@ CHECKPOINT = Section(
     "failures.checkpoint",
     "Checkpoints",
     (
+        # Assumed: Llama 3 did not publish its interval.
         Field(
             "interval_min",
             "Checkpoint interval",
@@ -218,6 +230,7 @@ CHECKPOINT = Section(
             unit="min",
             help="or 'optimal' (Young/Daly) in a file",
         ),
+        # Derived by default: state bytes / storage_gbytes_per_s.
         Field(
             "save_s",
             "Save time",
@@ -272,19 +285,19 @@ LEMONS = Section(
     "failures.lemons",
     "Lemon nodes",
     (
+        # Off unless asked (Kokolis et al. saw 1.2 % of nodes).
         Field(
             "fraction", "Lemon fraction", "float", default=0.0, lo=0.0, hi=0.5, help="of the job's servers"
         ),
-        Field("factor", "Lemon hazard factor", "float", default=10.0, lo=1.0, hi=1000.0),
+        Field("factor", "Lemon hazard factor", "float", default=10.0, lo=1.0, hi=1000.0),  # assumed
+        # Assumed: an operator retires a node at its second failure.
         Field("remove_after", "Retired after", "int", default=2, lo=1, hi=1000, unit="failures"),
     ),
 )
 
 
 def _parse_checkpoint(data: Any) -> CheckpointPolicy:
-    if data is None:
-        return CheckpointPolicy()
-    data = CHECKPOINT.mapping(data)
+    data = CHECKPOINT.mapping({} if data is None else data)
     optimal = data.get("interval_min") == "optimal"
     values = CHECKPOINT.read({**data, "interval_min": None} if optimal else data)
     return CheckpointPolicy(
@@ -295,15 +308,15 @@ def _parse_checkpoint(data: Any) -> CheckpointPolicy:
 
 
 def parse_failures(data: Any, where: str = "failures") -> FailureSpec:
-    """Parse and validate the ``failures:`` mapping of a scenario (None gives the defaults).
+    """Parse and validate the ``failures:`` mapping of a scenario; None reads as ``{}``, so both
+    give the defaults of the section declarations.
 
     Raises
     ------
     ScenarioError
         One line naming the field path and its limit.
     """
-    if data is None:
-        return FailureSpec()
+    data = {} if data is None else data
     values = FAILURES.read(data)
     spec = FailureSpec(
         **values,
