@@ -27,7 +27,7 @@ from topology.choices import (
     SwitchTier,
     TeamRole,
 )
-from topology.fabric.specs import feed_capacity_kw
+from topology.fabric.specs import feed_capacity_kw, server_nameplate_w
 
 positive = MinValueValidator(0)
 fraction = [MinValueValidator(0), MaxValueValidator(1)]
@@ -109,8 +109,10 @@ class ServerType(CatalogModel):
 
     @property
     def power_w(self) -> float:
-        """Nameplate power: base plus every GPU at TDP."""
-        return self.base_power_w + self.gpus_per_server * self.gpu_type.tdp_w
+        """Nameplate power (``topology.fabric.specs.server_nameplate_w``)."""
+        return server_nameplate_w(
+            base_power_w=self.base_power_w, gpus_per_server=self.gpus_per_server, tdp_w=self.gpu_type.tdp_w
+        )
 
     def clean(self):
         # A scale-up domain is made of whole servers (8 per HGX, 18 trays per NVL72).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from dataclasses import fields
 
+import numpy as np
 import pytest
 import yaml
 from django.core.exceptions import ValidationError
@@ -54,6 +55,22 @@ def test_seed_catalog_figures_match_datasheets(catalog):
     assert catalog.server("gb200-nvl72").scaleup_domain_gpus == 72
     assert catalog.switch("quantum-qm8700").radix == 40
     assert catalog.server_power_w("dgx-h100") == pytest.approx(10_200)
+
+
+def test_server_nameplate_is_one_formula_for_specs_plans_and_rows(catalog_db, catalog):
+    """A server's nameplate (base + every GPU at TDP) is the same figure from the catalog, a plan
+    of that server and its database row (``topology.fabric.specs.server_nameplate_w``)."""
+    from topology.fabric.generators import generate
+    from topology.models import ServerType
+
+    for row in ServerType.objects.select_related("gpu_type"):
+        expected = row.base_power_w + row.gpus_per_server * row.gpu_type.tdp_w
+        assert row.power_w == catalog.server_power_w(row.slug) == pytest.approx(expected), row.slug
+    plan = generate("rail-optimized", catalog=catalog, server="dgx-h100", nodes=4)
+    switches_w = np.bincount(plan.switch_rack, weights=plan.switch_power_w, minlength=plan.n_racks)
+    servers_w = plan.rack_nameplate_w() - switches_w
+    per_rack = np.bincount(plan.node_rack, minlength=plan.n_racks)
+    np.testing.assert_allclose(servers_w, per_rack * catalog.server_power_w("dgx-h100"))
 
 
 def test_feed_capacity_uses_three_phase_power_and_derating(catalog):

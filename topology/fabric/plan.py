@@ -18,7 +18,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from topology.fabric.specs import FeedSpec, GpuSpec, LinkSpec, ServerSpec, SwitchSpec
+from topology.fabric.specs import FeedSpec, GpuSpec, LinkSpec, ServerSpec, SwitchSpec, server_nameplate_w
 
 RACK_KINDS = ("compute", "network")
 SWITCH_TIERS = ("leaf", "spine", "core", "scaleup")
@@ -177,7 +177,11 @@ class FabricPlan:
 
     def rack_nameplate_w(self) -> np.ndarray:
         """Nameplate power of every rack, (R,) W (:func:`rack_nameplate_w`)."""
-        server_w = self.server.base_power_w + self.server.gpus_per_server * self.gpu.tdp_w
+        server_w = server_nameplate_w(
+            base_power_w=self.server.base_power_w,
+            gpus_per_server=self.server.gpus_per_server,
+            tdp_w=self.gpu.tdp_w,
+        )
         return rack_nameplate_w(
             self.n_racks,
             node_rack=self.node_rack,

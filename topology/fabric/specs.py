@@ -126,6 +126,13 @@ class FeedSpec:
         return float(feed_capacity_kw(self.volts, self.amps, self.phases, self.power_factor, self.derating))
 
 
+def server_nameplate_w(*, base_power_w, gpus_per_server, tdp_w):
+    """Nameplate power of a server (W): its base (CPUs, NICs, fans, scale-up switches) plus every
+    GPU at TDP, elementwise over scalars or arrays. The one formula the catalog, the plans (rack
+    budgets, floor plans, the power model) and the catalog rows use."""
+    return base_power_w + gpus_per_server * tdp_w
+
+
 def feed_capacity_kw(volts, amps, phases, power_factor, derating):
     """Continuous real power a feed may carry (kW), elementwise over scalars or arrays.
 
@@ -192,9 +199,13 @@ class Catalog:
         return self.gpu(self.server(slug).gpu)
 
     def server_power_w(self, slug: str) -> float:
-        """Nameplate server power: base (CPUs, NICs, fans) plus every GPU at TDP."""
+        """Nameplate power of a server type (:func:`server_nameplate_w`)."""
         server = self.server(slug)
-        return server.base_power_w + server.gpus_per_server * self.gpu(server.gpu).tdp_w
+        return server_nameplate_w(
+            base_power_w=server.base_power_w,
+            gpus_per_server=server.gpus_per_server,
+            tdp_w=self.gpu(server.gpu).tdp_w,
+        )
 
     def switch_for_gbps(self, gbps: float, role: str = "leaf") -> SwitchSpec:
         """The default scale-out switch for a NIC speed: the slowest port speed that is fast enough."""
