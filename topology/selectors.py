@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 
 from topology.caches import VersionedCache
 from topology.choices import RackKind, SwitchTier
-from topology.fabric.plan import FabricError, FabricPlan, rack_nameplate_w
+from topology.fabric.plan import FabricError, FabricPlan, rack_nameplate_w, switch_optics_w
 from topology.fabric.specs import Catalog, catalog_from_dict
 from topology.models import (
     Design,
@@ -212,20 +212,22 @@ def _rack_power(design: Design) -> RackPower:
 
 
 def _switch_optics_w(design: Design, switch_pk: np.ndarray) -> np.ndarray:
-    """Transceiver power at each switch of ``switch_pk`` (sorted): half of every link's optics
-    at each switch end, summed in SQL (``topology.fabric.plan.switch_optics_w`` is the same rule
-    on a plan)."""
-    out = np.zeros(switch_pk.size)
-    links = Link.objects.filter(design=design)
-    for end in ("upper_switch", "lower_switch"):
-        pks, watts = _column(
-            links.filter(**{f"{end}__isnull": False}).values(end).annotate(w=Sum("link_type__power_w")),
-            end,
-            "w",
-        )
-        if pks.size:
-            np.add.at(out, np.searchsorted(switch_pk, pks.astype(np.int64)), watts.astype(float) / 2.0)
-    return out
+    """Transceiver power at each switch of ``switch_pk`` (sorted), by the plan's rule
+    (``topology.fabric.plan.switch_optics_w``) on the design's links as saved."""
+    upper, lower, link_w = _column(
+        Link.objects.filter(design=design).annotate(lower=Coalesce("lower_switch_id", -1)),
+        "upper_switch_id",
+        "lower",
+        "link_type__power_w",
+    )
+    index = _index_of(switch_pk)
+    return switch_optics_w(
+        int(switch_pk.size),
+        link_a=np.where(lower >= 0, index(lower), -1),
+        link_b=index(upper),
+        link_w=link_w.astype(float),
+        n_nic_ports=0,
+    )
 
 
 def design_floor_plan(*, design: Design) -> FloorPlan:

@@ -104,7 +104,7 @@ def test_registry_has_design_and_run_metrics_with_scales():
 
 
 def test_rack_power_is_nameplate_over_budget(design, catalog):
-    """The SQL sum of the saved rows equals the plan's rack power (servers, switches and their
+    """The rack power of the saved rows equals the plan's (servers, switches and their
     transceivers), and a generated rack sits at its nameplate over nameplate + 10 %."""
     from topology.fabric.layout import RACK_BUDGET_MARGIN
     from topology.models import Rack

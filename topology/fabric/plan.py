@@ -49,7 +49,12 @@ def switch_optics_w(
 ) -> np.ndarray:
     """Transceiver power at each switch, (S,) W: half of each link's optics power at every switch
     end. A link's NIC end is part of the server's base power (the DGX datasheet maximum includes
-    its NICs), so a server link puts only its switch half here."""
+    its NICs), so a server link puts only its switch half here.
+
+    Ends are vertices: a NIC end is below ``n_nic_ports``, switch ``s`` is ``n_nic_ports + s``
+    (a caller outside the plan's vertex space passes switch indices, -1 for a NIC end, and
+    ``n_nic_ports=0``). The one place the rule is written: plans, generators and saved designs
+    (``topology.selectors``) use it."""
     half = np.asarray(link_w, dtype=float) / 2.0
     link_a, link_b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
     out = np.bincount(link_b - n_nic_ports, weights=half, minlength=n_switches)
