@@ -24,13 +24,7 @@ from topology.fabric.specs import spec_to_dict
 from topology.selectors import catalog_load
 from twin.permissions import CHANGE, MANAGE, TEAM_PATHS, VIEW, allows, require, restrict
 
-CATALOG_KIND = {
-    models.GpuType: "gpus",
-    models.ServerType: "servers",
-    models.SwitchType: "switches",
-    models.LinkType: "links",
-    models.PowerFeedType: "feeds",
-}
+CATALOG_KIND = {model: kind for kind, model in models.CATALOG_MODELS.items()}
 
 
 def form_diff(form) -> tuple[services.FieldChange, ...]:

@@ -178,6 +178,17 @@ class PowerFeedType(CatalogModel):
         return float(feed_capacity_kw(self.volts, self.amps, self.phases, self.power_factor, self.derating))
 
 
+#: Catalog kind (the YAML key, ``topology.fabric.specs.SPEC_TYPES``) -> its model: the one table
+#: the loader, the import, the admin and the API read.
+CATALOG_MODELS: dict[str, type[CatalogModel]] = {
+    "gpus": GpuType,
+    "servers": ServerType,
+    "switches": SwitchType,
+    "links": LinkType,
+    "feeds": PowerFeedType,
+}
+
+
 # --- Teams --------------------------------------------------------------------------------
 
 

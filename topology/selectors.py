@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -12,93 +12,25 @@ from django.db.models.functions import Coalesce
 from topology.caches import VersionedCache
 from topology.choices import RackKind, SwitchTier
 from topology.fabric.plan import FabricError, FabricPlan, rack_nameplate_w, switch_optics_w
-from topology.fabric.specs import Catalog, catalog_from_dict
-from topology.models import (
-    Design,
-    GpuType,
-    Link,
-    LinkType,
-    Node,
-    PowerFeed,
-    PowerFeedType,
-    Rack,
-    ServerType,
-    Switch,
-    SwitchType,
-)
+from topology.fabric.specs import SPEC_TYPES, Catalog, catalog_from_dict
+from topology.models import CATALOG_MODELS, Design, Link, Node, PowerFeed, Rack, ServerType, Switch
 
-_SPEC_FIELDS = {
-    "gpus": (
-        GpuType,
-        (
-            "vendor",
-            "name",
-            "peak_tflops_fp8",
-            "peak_tflops_bf16",
-            "peak_tflops_tf32",
-            "hbm_gib",
-            "hbm_tbps",
-            "tdp_w",
-            "idle_w",
-            "scaleup_gbytes_per_s",
-            "annual_failure_rate",
-            "hbm_annual_failure_rate",
-            "efficiency",
-            "sources",
-        ),
-    ),
-    "servers": (
-        ServerType,
-        (
-            "name",
-            "gpus_per_server",
-            "scaleup_domain_gpus",
-            "nics_per_server",
-            "nic_gbps",
-            "base_power_w",
-            "rack_units",
-            "servers_per_rack",
-            "annual_failure_rate",
-            "nic_annual_failure_rate",
-            "psu_annual_failure_rate",
-            "sources",
-        ),
-    ),
-    "switches": (
-        SwitchType,
-        (
-            "name",
-            "roles",
-            "radix",
-            "port_gbps",
-            "latency_ns",
-            "power_w",
-            "rack_units",
-            "annual_failure_rate",
-            "sources",
-        ),
-    ),
-    "links": (LinkType, ("name", "gbps", "latency_ns", "power_w", "annual_failure_rate", "sources")),
-    "feeds": (
-        PowerFeedType,
-        ("name", "volts", "amps", "phases", "power_factor", "derating", "annual_failure_rate", "sources"),
-    ),
-}
+#: Spec fields that name another catalog entry by slug, and the row's foreign key holding it.
+_SPEC_REFERENCES = {"gpu": "gpu_type"}
 
 
 def catalog_load() -> Catalog:
-    """The catalog curated in the database, as the pure ``Catalog`` the core and generators use."""
+    """The catalog curated in the database, as the pure ``Catalog`` the core and generators use
+    (every field of each kind's spec dataclass, read from the row of the same name)."""
     data: dict[str, list[dict[str, Any]]] = {}
-    for kind, (model, names) in _SPEC_FIELDS.items():
+    for kind, model in CATALOG_MODELS.items():
+        names = [f.name for f in fields(SPEC_TYPES[kind])]
+        references = {n: _SPEC_REFERENCES[n] for n in names if n in _SPEC_REFERENCES}
         rows = model.objects.order_by("slug")
-        if kind == "servers":
-            rows = rows.select_related("gpu_type")
+        if references:
+            rows = rows.select_related(*references.values())
         data[kind] = [
-            {
-                "slug": row.slug,
-                **{n: getattr(row, n) for n in names},
-                **({"gpu": row.gpu_type.slug} if kind == "servers" else {}),
-            }
+            {n: getattr(row, references[n]).slug if n in references else getattr(row, n) for n in names}
             for row in rows
         ]
     return catalog_from_dict(data)

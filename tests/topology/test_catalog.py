@@ -73,6 +73,24 @@ def test_server_nameplate_is_one_formula_for_specs_plans_and_rows(catalog_db, ca
     np.testing.assert_allclose(servers_w, per_rack * catalog.server_power_w("dgx-h100"))
 
 
+def test_catalog_rows_mirror_the_specs_field_for_field():
+    """One kind -> model table (``topology.models.CATALOG_MODELS``, the admin's inverse derived
+    from it), and each model holds its spec's fields by name (a server's GPU as ``gpu_type``),
+    which is what lets the loader read the rows by the spec's fields."""
+    from dataclasses import fields
+
+    from topology.admin import CATALOG_KIND
+    from topology.fabric.specs import SPEC_TYPES
+    from topology.models import CATALOG_MODELS
+
+    assert list(CATALOG_MODELS) == list(SPEC_TYPES)
+    assert {model: kind for kind, model in CATALOG_MODELS.items()} == CATALOG_KIND
+    for kind, model in CATALOG_MODELS.items():
+        columns = {f.name for f in model._meta.get_fields() if f.concrete and not f.primary_key}
+        spec = {"gpu_type" if f.name == "gpu" else f.name for f in fields(SPEC_TYPES[kind])}
+        assert columns == spec, kind
+
+
 def test_feed_capacity_uses_three_phase_power_and_derating(catalog):
     feed = catalog.feed("415v-63a-3ph")
     assert feed.capacity_kw == pytest.approx(415 * 63 * 3**0.5 * 0.95 * 0.8 / 1000)

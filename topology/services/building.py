@@ -16,8 +16,7 @@ from topology.fabric.generators import GENERATORS, generate
 from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricPlan
 from topology.fabric.specs import Catalog, CatalogError
-from topology.models import Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch, Team
-from topology.services.catalog import CATALOG_MODELS
+from topology.models import CATALOG_MODELS, Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch, Team
 from topology.services.history import Change, history_record
 from twin.permissions import CHANGE, require
 

@@ -12,17 +12,16 @@ from django.db import transaction
 
 from topology.choices import ChangeAction
 from topology.fabric.specs import SPEC_TYPES, CatalogError, catalog_from_dict
-from topology.models import Design, GpuType, LinkType, PowerFeedType, ServerType, SwitchType
+from topology.models import (
+    CATALOG_MODELS,
+    Design,
+    GpuType,
+    LinkType,
+    PowerFeedType,
+    ServerType,
+    SwitchType,
+)
 from topology.services.history import Change, FieldChange, designs_changed, diff_of, snapshot
-
-# Catalog kind (YAML key) -> Django model; the YAML key of a server's GPU is `gpu`.
-CATALOG_MODELS = {
-    "gpus": GpuType,
-    "servers": ServerType,
-    "switches": SwitchType,
-    "links": LinkType,
-    "feeds": PowerFeedType,
-}
 
 
 @dataclass(frozen=True)
