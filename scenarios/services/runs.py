@@ -33,19 +33,19 @@ NOT_DONE = (ChunkState.QUEUED, ChunkState.RUNNING)
 
 
 def heartbeat_interval_s() -> float:
-    """How often a running task refreshes ``Run.heartbeat`` (``TWIN_RUN_HEARTBEAT_S``, 5 s)."""
-    return float(getattr(settings, "TWIN_RUN_HEARTBEAT_S", 5.0))
+    """How often a running task refreshes ``Run.heartbeat`` (setting ``TWIN_RUN_HEARTBEAT_S``)."""
+    return settings.TWIN_RUN_HEARTBEAT_S
 
 
 def stale_after_s() -> float:
-    """A running run whose heartbeat is older than this is reaped (``TWIN_RUN_STALE_S``, 60 s)."""
-    return float(getattr(settings, "TWIN_RUN_STALE_S", 60.0))
+    """A running run whose heartbeat is older than this is reaped (setting ``TWIN_RUN_STALE_S``)."""
+    return settings.TWIN_RUN_STALE_S
 
 
 def max_attempts() -> int:
     """How many times a run or one chunk may be started before its run fails as "worker lost"
-    (``TWIN_RUN_MAX_ATTEMPTS``, 3)."""
-    return int(getattr(settings, "TWIN_RUN_MAX_ATTEMPTS", 3))
+    (setting ``TWIN_RUN_MAX_ATTEMPTS``)."""
+    return settings.TWIN_RUN_MAX_ATTEMPTS
 
 
 def run_start(
