@@ -313,11 +313,6 @@ def _size_leaf(
     return _Fabric(spec, breakout, ports, spec.port_gbps / breakout, group, up)
 
 
-def _n_leaves(fabric: _Fabric, server: ServerSpec, nodes: int, rail: bool) -> int:
-    groups = math.ceil(nodes / fabric.nodes_per_leaf_group)
-    return groups * server.nics_per_server if rail else groups
-
-
 def _max_leaves(fabric: _Fabric, n_tiers: int) -> int:
     # 2 tiers: every leaf reaches every spine port group; 3 tiers: at most `ports` pods of
     # ports//2 leaves (each core needs a link to every pod).

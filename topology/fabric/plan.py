@@ -62,10 +62,6 @@ def switch_optics_w(
     return out + np.bincount(link_a[lower] - n_nic_ports, weights=half[lower], minlength=n_switches)
 
 
-def _int_array(values: Any) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64)
-
-
 @dataclass(frozen=True, eq=False)
 class FabricPlan:
     """One cluster design as column arrays (see the module docstring for the vertex space).
@@ -194,10 +190,6 @@ class FabricPlan:
             switch_rack=self.switch_rack,
             switch_w=self.switch_power_w,
         )
-
-    def switch_vertex(self, switch: np.ndarray | int) -> np.ndarray | int:
-        """Vertex id of switch index ``switch`` (array or int)."""
-        return self.n_nic_ports + switch
 
     def gpu_domain(self) -> np.ndarray:
         """Scale-up domain id of every GPU, shape (G,), int64.

@@ -194,10 +194,6 @@ class Catalog:
     def feed(self, slug: str) -> FeedSpec:
         return self._get("feeds", slug)
 
-    def server_gpu(self, slug: str) -> GpuSpec:
-        """The GPU spec of a server type."""
-        return self.gpu(self.server(slug).gpu)
-
     def server_power_w(self, slug: str) -> float:
         """Nameplate power of a server type (:func:`server_nameplate_w`)."""
         server = self.server(slug)

@@ -26,13 +26,6 @@ NON_FIELD = "__all__"
 MAX_MESSAGES = 50
 
 
-class Conflict(exceptions.APIException):
-    """The object changed since the client read it (optimistic concurrency): 409."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "the object changed since you read it"
-
-
 class PayloadTooLarge(exceptions.APIException):
     """The request body is over the API's size limit: 413."""
 

@@ -97,10 +97,6 @@ class HazardClass:
     count: int
     repair: str
 
-    @property
-    def degrade_slot(self) -> int:
-        return DEGRADE_KINDS.index(self.kind) if self.kind in DEGRADE_KINDS else -1
-
 
 @dataclass(frozen=True, eq=False)
 class FailureModel:

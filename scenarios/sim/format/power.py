@@ -292,10 +292,6 @@ class JobEvents:
     duration_s: np.ndarray
 
     @property
-    def n_events(self) -> int:
-        return int(self.time_s.size)
-
-    @property
     def end_s(self) -> float:
         """End of the last event (0 without events)."""
         return float((self.time_s + self.duration_s).max(initial=0.0))

@@ -141,11 +141,6 @@ class GroupCost:
             return 0.0
         return float(_all_reduce_s(self, np.array([0.0]), "auto")[0])
 
-    @property
-    def hop_latency_s(self) -> float:
-        """Latency of one send to a neighbour (s): NCCL ring/Simple base + one step."""
-        return float(_hop_latency_s(self))
-
     def directed_bytes(self, op: str, bytes_per_rank: float) -> np.ndarray:
         """Bytes each directed link carries for one ``op`` of ``bytes_per_rank`` on all groups.
 
