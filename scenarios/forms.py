@@ -119,7 +119,7 @@ class ScenarioForm(forms.Form):
     """A scenario: name, description, job and what-if overrides (blank inputs keep the design's
     or the format's default)."""
 
-    name = forms.CharField(max_length=120)
+    name = forms.CharField(max_length=schema.MAX_NAME_LENGTH)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
     def __init__(self, *args, catalog_choices: dict[str, list[str]] | None = None, **kwargs):

@@ -15,6 +15,7 @@ from django.db import models
 from django.urls import reverse
 
 from scenarios.choices import ACTIVE_STATUSES, FINAL_STATUSES, ChunkState, RunStatus
+from scenarios.sim.format.schema import MAX_NAME_LENGTH
 
 
 def default_dict():
@@ -33,7 +34,7 @@ class Scenario(models.Model):
     list node names (``node00012``) besides indices.
     """
 
-    name = models.CharField(max_length=120)
+    name = models.CharField(max_length=MAX_NAME_LENGTH)
     description = models.TextField(blank=True)
     design = models.ForeignKey("topology.Design", on_delete=models.CASCADE, related_name="scenarios")
     job = models.JSONField(default=default_dict)

@@ -172,8 +172,10 @@ def scenario_check(
     what_if = dict(what_if or {})
     if not isinstance(name, str) or not name.strip():
         raise ValidationError({"name": "name: must be a non-empty name"})
-    if len(name) > 120:
-        raise ValidationError({"name": f"name: must be at most 120 characters (got {len(name):,})"})
+    try:
+        TOP.field("name").read({"name": name}, "")  # the file's limit, before anything else
+    except ScenarioError as exc:
+        raise ValidationError({"name": str(exc)}) from None
     _check_cluster_what_ifs(design, what_if)
     data = scenario_dict(design=design, name=name, job=job, what_if=what_if, failures=failures, power=power)
     try:

@@ -51,6 +51,23 @@ def test_scenario_create_names_the_field_and_the_limit(design, user, job, change
     assert text in " ".join(errors[field])
 
 
+def test_scenario_name_limit_is_the_files_and_the_columns(design, user, job):
+    """A scenario's name has one limit (``schema.MAX_NAME_LENGTH``): the file's field, the saved
+    scenario's column and the editor's input; past it the service names the field and the limit."""
+    from scenarios.forms import ScenarioForm
+    from scenarios.models import Scenario
+    from scenarios.sim.format.schema import MAX_NAME_LENGTH, TOP
+
+    assert TOP.field("name").hi == Scenario._meta.get_field("name").max_length == MAX_NAME_LENGTH
+    assert ScenarioForm().fields["name"].max_length == MAX_NAME_LENGTH
+    assert services.scenario_create(design=design, name="n" * MAX_NAME_LENGTH, job=job, user=user).pk
+    with pytest.raises(ValidationError) as caught:
+        services.scenario_create(design=design, name="n" * (MAX_NAME_LENGTH + 1), job=job, user=user)
+    assert caught.value.message_dict == {
+        "name": [f"name: must be at most {MAX_NAME_LENGTH} characters (got {MAX_NAME_LENGTH + 1})"]
+    }
+
+
 def test_scenario_create_refuses_a_design_of_another_team(design, outsider, job):
     with pytest.raises(NotFound):  # another team's design does not exist for them
         services.scenario_create(design=design, name="x", job=job, what_if={}, user=outsider)

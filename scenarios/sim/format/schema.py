@@ -40,6 +40,8 @@ MAX_EXPERTS = 100_000
 MAX_STEPS = 1_000_000
 MAX_SLOW_NODES = 100_000
 MAX_SEED = 2**63 - 1
+#: Characters of a scenario's name: the file's limit, the editor's and the saved scenario's column.
+MAX_NAME_LENGTH = 120
 
 
 def _int(key, label, *, lo=1, hi=MAX_DEGREE, **kw) -> Field:
@@ -58,7 +60,7 @@ TOP = Section(
             default=SCHEMA_VERSION,
             web=False,
         ),
-        Field("name", "Name", "text", default="scenario", hi=120, web=False),
+        Field("name", "Name", "text", default="scenario", hi=MAX_NAME_LENGTH, web=False),
         Field("description", "Description", "text", default="", hi=10_000, web=False),
     ),
     mappings=("cluster", "job", "what_if", "failures", "power", "measured"),
