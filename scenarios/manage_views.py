@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from scenarios import charts
+from scenarios.charts.search import layout_label
 from scenarios.models import Run, Scenario
 from scenarios.services import run_delete, scenario_delete
 from scenarios.services.designs import design_export_yaml, design_import_yaml
@@ -182,7 +182,7 @@ def search_apply_view(request, pk: int):
     try:
         scenario = scenario_create(
             design=source.design,
-            name=f"{source.name} · {charts.layout_label(row)}"[:120],
+            name=f"{source.name} · {layout_label(row)}"[:120],
             description=f"Layout found by layout search #{run.pk} of {source.name!r}.",
             job=layout_job(source.job, row),
             what_if=source.what_if,

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts
+from scenarios.charts import failures as failure_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -158,15 +159,15 @@ class FailuresKind(RunKind):
         out = []
         if wall is not None and wall.size:
             out.append(
-                charts.chart("wall-time", "Wall time to finish", charts.wall_time_figure(wall, summary))
+                chart("wall-time", "Wall time to finish", failure_charts.wall_time_figure(wall, summary))
             )
         out += [
-            charts.chart("badput", "Where the time goes", charts.badput_figure(["this run"], [summary])),
-            charts.chart("interval", "ETTR against checkpoint interval", charts.interval_figure(summary)),
-            charts.chart(
+            chart("badput", "Where the time goes", failure_charts.badput_figure(["this run"], [summary])),
+            chart("interval", "ETTR against checkpoint interval", failure_charts.interval_figure(summary)),
+            chart(
                 "interruptions",
                 "Interruptions by category",
-                charts.interruptions_figure(["this run"], [summary]),
+                failure_charts.interruptions_figure(["this run"], [summary]),
             ),
         ]
         return out
@@ -175,11 +176,11 @@ class FailuresKind(RunKind):
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         summaries = [r.summary or {} for r in runs]
         return [
-            charts.chart("compare-badput", "Where the time goes", charts.badput_figure(labels, summaries)),
-            charts.chart(
+            chart("compare-badput", "Where the time goes", failure_charts.badput_figure(labels, summaries)),
+            chart(
                 "compare-interruptions",
                 "Interruptions by category",
-                charts.interruptions_figure(labels, summaries),
+                failure_charts.interruptions_figure(labels, summaries),
             ),
         ]
 

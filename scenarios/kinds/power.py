@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts, power_charts
+from scenarios.charts import power as power_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -133,14 +134,14 @@ class PowerKind(RunKind):
         if facility is not None and facility.size:
             resolution_s = float(summary.get("resolution_ms") or 1.0) / 1000.0
             out.append(
-                charts.chart(
+                chart(
                     "facility",
                     "Facility power",
                     power_charts.power_series_figure(facility, resolution_s, summary),
                 )
             )
             out.append(
-                charts.chart(
+                chart(
                     "spectrum",
                     "Spectrum of the facility draw",
                     power_charts.spectrum_figure(facility, resolution_s, summary),
@@ -149,7 +150,7 @@ class PowerKind(RunKind):
         coarse = run_array(run=run, name="power_coarse_facility_mw")
         if coarse is not None and coarse.size and (summary.get("coarse") or {}).get("resolution_s"):
             out.append(
-                charts.chart(
+                chart(
                     "job-timeline",
                     "The job's life (failures run events)",
                     power_charts.coarse_power_figure(
@@ -158,13 +159,13 @@ class PowerKind(RunKind):
                 )
             )
         if summary.get("mitigations"):
-            out.append(charts.chart("mitigations", "Mitigations", power_charts.mitigations_figure(summary)))
+            out.append(chart("mitigations", "Mitigations", power_charts.mitigations_figure(summary)))
         return out
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         return [
-            charts.chart(
+            chart(
                 "compare-power",
                 "Facility power",
                 power_charts.power_compare_figure(labels, [r.summary or {} for r in runs]),

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from scenarios import charts
+from scenarios.charts import step as step_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import Figure, RunKind, RunOutput, count, duration_days, percent, seconds
 from scenarios.metrics import rack_list
 from scenarios.storage import run_array
@@ -97,24 +98,26 @@ class StepKind(RunKind):
         summary = run.summary or {}
         label = f"#{run.pk}"
         out = [
-            charts.chart("breakdown", "Step-time breakdown", charts.breakdown_figure([label], [summary])),
+            chart("breakdown", "Step-time breakdown", step_charts.breakdown_figure([label], [summary])),
         ]
         if any((summary.get("hidden") or {}).values()):
             out.append(
-                charts.chart("overlap", "Communication: exposed and hidden", charts.overlap_figure(summary))
+                chart("overlap", "Communication: exposed and hidden", step_charts.overlap_figure(summary))
             )
         timeline = stored_timeline(run)
         if timeline is not None:
-            out.append(charts.chart("timeline", "Pipeline timeline", charts.timeline_figure(timeline)))
+            out.append(chart("timeline", "Pipeline timeline", step_charts.timeline_figure(timeline)))
         out.append(
-            charts.chart(
-                "memory", "Memory per GPU", charts.memory_figure([label], [summary], charts.hbm_gib(summary))
+            chart(
+                "memory",
+                "Memory per GPU",
+                step_charts.memory_figure([label], [summary], step_charts.hbm_gib(summary)),
             )
         )
         utilization = run_array(run=run, name="link_utilization")
         if utilization is not None and utilization.size:
             out.append(
-                charts.chart("link-util", "Link utilization", charts.link_utilization_figure(utilization))
+                chart("link-util", "Link utilization", step_charts.link_utilization_figure(utilization))
             )
         return out
 
@@ -122,10 +125,10 @@ class StepKind(RunKind):
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         summaries = [r.summary or {} for r in runs]
         return [
-            charts.chart(
-                "compare-breakdown", "Step-time breakdown", charts.breakdown_figure(labels, summaries)
+            chart(
+                "compare-breakdown", "Step-time breakdown", step_charts.breakdown_figure(labels, summaries)
             ),
-            charts.chart("compare-memory", "Memory per GPU", charts.memory_figure(labels, summaries)),
+            chart("compare-memory", "Memory per GPU", step_charts.memory_figure(labels, summaries)),
         ]
 
     def floor_metric(self, run) -> str:
