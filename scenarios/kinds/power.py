@@ -22,8 +22,25 @@ from scenarios.kinds.base import (
     percent,
     reject_unknown_options,
 )
-from scenarios.metrics import rack_list
+from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
+
+RACK_PEAK = Metric(
+    name="power_rack",
+    label="Rack peak power vs budget",
+    unit="fraction of budget",
+    scale=(0.0, 1.2),
+    array="power_rack_budget_fraction",
+    description="The rack's simulated peak draw (1 ms) over its power budget.",
+)
+FEED_PEAK = Metric(
+    name="power_feed",
+    label="Feed peak vs capacity (busiest feed of the rack)",
+    unit="fraction of derated capacity",
+    scale=(0.0, 1.2),
+    array="power_rack_feed_utilisation",
+    description="Simulated peak load of the rack's busiest feed over its derated capacity.",
+)
 
 EVENT_SOURCES = (
     ("failures", "the events of the scenario's latest failures run (if any)"),
@@ -45,7 +62,8 @@ class PowerKind(RunKind):
     name = "power"
     label = "Power"
     options_form = PowerOptions
-    default_metric = "power_rack"
+    metrics = (RACK_PEAK, FEED_PEAK)
+    default_metric = RACK_PEAK.name
     panel_template = "scenarios/kinds/power_panel.html"
     script = "js/kinds/power.js"
     figures = (
@@ -94,10 +112,7 @@ class PowerKind(RunKind):
         arrays = result.to_arrays()
         rack_values = {}
         if summary["racks_aligned"]:
-            rack_values = {
-                "power_rack": rack_list(arrays["power_rack_budget_fraction"]),
-                "power_feed": rack_list(arrays["power_rack_feed_utilisation"]),
-            }
+            rack_values = {m.name: rack_list(arrays[m.array]) for m in self.metrics}
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
     def _events(self, context):

@@ -24,6 +24,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
     seconds,
 )
+from scenarios.kinds.step import LINK_UTIL
 
 MAX_SEARCH_TOP = 100
 #: Layouts a search keeps by default: enough that, with ZeRO and recompute variants of one
@@ -131,7 +132,9 @@ class SearchKind(RunKind):
     name = "search"
     label = "Layout search"
     options_form = SearchOptions
-    default_metric = "link_util"
+    # The page opens on the step's link utilization; a search stores no per-rack arrays itself.
+    metrics = (LINK_UTIL,)
+    default_metric = LINK_UTIL.name
     results_template = "scenarios/kinds/search_results.html"
     figures = (
         Figure("best", "Best layout", _best_label),
