@@ -250,11 +250,24 @@ def test_run_page_embeds_state_floor_plan_and_live_script(client, user, scenario
     assert "vendor/plotly/plotly.min.js" in html  # loaded lazily by charts.js, from the project
 
 
+def test_run_page_gives_its_scripts_every_url(client, user, scenario):
+    """run.js and the kind modules fetch and connect only to URLs the page renders."""
+    run = Run.objects.create(scenario=scenario, kind="power", status=RunStatus.SUCCEEDED)
+    client.force_login(user)
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert f'data-charts-url="{reverse("scenarios:run-charts", args=[run.pk])}"' in html
+    assert f'data-kind-data-url="{reverse("scenarios:run-kind-data", args=[run.pk])}"' in html
+    assert f'data-array-url="{reverse("scenarios:run-array", args=[run.pk, "array-name"])}"' in html
+    assert f'data-live-url="/ws/runs/{run.pk}/"' in html
+    assert 'data-kind-script="/static/js/kinds/power.js"' in html
+
+
 def test_design_page_points_at_floor_plan_and_panel(client, user, design):
     client.force_login(user)
     html = client.get(design.get_absolute_url()).content.decode()
     assert reverse("scenarios:design-floor-plan", args=[design.pk]) in html
     assert reverse("scenarios:design-panel", args=[design.pk]) in html
+    assert f'data-live-url="/ws/designs/{design.pk}/"' in html
     assert "js/design.js" in html
 
 
