@@ -42,7 +42,8 @@ def floor_plan_json(nodes: int) -> dict:
     import django
 
     django.setup()
-    from scenarios.metrics import DESIGN_METRICS, METRICS
+    from scenarios.kinds import floor_metrics
+    from scenarios.metrics import DESIGN_METRICS
     from topology.fabric.generators import generate
     from topology.fabric.specs import load_catalog
 
@@ -59,12 +60,12 @@ def floor_plan_json(nodes: int) -> dict:
         "gpu_type": np.where(np.asarray(plan.rack_kind) == 0, 0, -1).astype(float).tolist(),
     }
     metrics = {}
-    for name, metric in METRICS.items():
+    for name, metric in floor_metrics().items():
         described = metric.describe()
         if metric.scale == "categorical":
             described["categories"] = ["h100-sxm"]
         metrics[name] = described
-    assert set(values) == set(DESIGN_METRICS)
+    assert set(values) == {m.name for m in DESIGN_METRICS}
     return {
         "design": 1,
         "name": f"bench {nodes} nodes",

@@ -21,6 +21,7 @@ from scenarios.sim.format import power as power_spec
 from scenarios.sim.format import schema
 from scenarios.sim.format.fields import Field, Section
 from scenarios.sim.format.presets import MODEL_PRESETS
+from topology.models import Team
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
 #: only when one of its inputs is filled in.
@@ -337,4 +338,35 @@ class ScenarioImportForm(forms.Form):
             data["text"] = upload.read(MAX_BYTES + 1)
         if not data.get("text") and not self.errors:
             self.add_error("text", "upload a file or paste the YAML")
+        return data
+
+
+#: The bounded loader's limit: a bigger design file is refused unread.
+MAX_DESIGN_FILE_BYTES = 1024 * 1024
+
+
+class DesignImportForm(forms.Form):
+    """A design file, uploaded or pasted, into one of the user's teams."""
+
+    file = forms.FileField(required=False, help_text="a .yaml design file (at most 1 MiB)")
+    text = forms.CharField(label="or paste it", required=False, widget=forms.Textarea(attrs={"rows": 12}))
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    name = forms.CharField(max_length=120, required=False, help_text="blank: the name in the file")
+
+    def __init__(self, *args, teams=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > MAX_DESIGN_FILE_BYTES:
+                self.add_error(
+                    "file", f"{upload.size:,} bytes, more than the {MAX_DESIGN_FILE_BYTES:,} allowed"
+                )
+            else:
+                data["text"] = upload.read(MAX_DESIGN_FILE_BYTES + 1)
+        if not data.get("text") and not self.errors:
+            self.add_error("text", "choose a file or paste its text")
         return data

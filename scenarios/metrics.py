@@ -1,13 +1,14 @@
-"""The floor-plan metric registry: one value per rack of a design, from the design or a run.
+"""Floor-plan metrics: one value per rack of a design, from the design or a run.
 
-Every metric's ``compute(design=..., run=...)`` returns a float array aligned with the racks of
-the design's first hall ordered by primary key (the order ``design_floor_plan_json`` lists them
-and the fabric compiler indexes them). Design metrics need only the design; run metrics read
-arrays a run stored and return None when the run has not produced them (yet). Categorical
-metrics return indices into ``Metric.categories`` (-1 = no value, e.g. a network rack).
+A :class:`Metric` describes one coloring of the floor plan. The design's own metrics live here
+(:data:`DESIGN_METRICS`: rack power, feed load with all feeds up and after the worst feed loss,
+GPU type); a run kind declares the metrics its runs store (``RunKind.metrics``, each naming the
+per-rack array it reads), and ``scenarios.kinds.floor_metrics()`` is the registry of both that
+the pages, the stream and the selectors read.
 
-Later issues (failures, power) add entries to ``METRICS``; the floor plan, the stream and the
-page pick them up without other changes.
+Values are float arrays aligned with the racks of the design's first hall ordered by primary key
+(the order ``design_floor_plan_json`` lists them and the fabric compiler indexes them).
+Categorical metrics give indices into ``Metric.categories`` (-1 = no value, e.g. a network rack).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any, Literal
 import numpy as np
 
 from scenarios.sim.power import feeds as power_feeds
-from scenarios.storage import run_array
 from topology.caches import VersionedCache
 from topology.selectors import design_rack_power
 
@@ -30,17 +30,19 @@ Scale = tuple[float, float] | Literal["categorical"]
 class Metric:
     """A floor-plan coloring: its label, unit, source and color scale.
 
+    Exactly one of ``compute`` (a design metric) and ``array`` (a run metric) is given.
+
     Attributes
     ----------
     name : str
-        Registry key (also the ``metric`` of stream messages).
+        Registry key (also the ``metric`` of stream messages and of ``RunOutput.rack_values``).
     label, unit : str
         What the legend shows.
-    kind : "design" | "run"
-        Whether it needs a run.
     scale : (min, max) or "categorical"
         Color scale; values outside are clamped by the page.
-    compute : callable(*, design, run=None) -> ndarray (R,) or None
+    compute : callable(*, design) -> ndarray (R,), for design metrics
+    array : str, for run metrics
+        The ``RunArray`` (R,) a run of the kind stores (``scenarios.storage.run_array``).
     categories : callable(*, design) -> list[str], for categorical metrics
     description : str
         One sentence for the legend's tooltip.
@@ -49,11 +51,24 @@ class Metric:
     name: str
     label: str
     unit: str
-    kind: Literal["design", "run"]
     scale: Scale
-    compute: Callable[..., np.ndarray | None] = field(repr=False)
+    compute: Callable[..., np.ndarray] | None = field(default=None, repr=False)
+    array: str | None = None
     categories: Callable[..., list[str]] | None = field(default=None, repr=False)
     description: str = ""
+
+    def __post_init__(self):
+        if (self.compute is None) == (self.array is None):
+            raise ValueError(f"metric {self.name!r}: give compute (a design metric) or array (a run metric)")
+
+    @property
+    def kind(self) -> Literal["design", "run"]:
+        """Whether it needs a run."""
+        return "design" if self.compute is not None else "run"
+
+    @property
+    def categorical(self) -> bool:
+        return self.scale == "categorical"
 
     def describe(self, *, design=None) -> dict[str, Any]:
         """The JSON the page's metric registry reads (no values)."""
@@ -62,7 +77,7 @@ class Metric:
             "label": self.label,
             "unit": self.unit,
             "kind": self.kind,
-            "scale": self.scale if self.scale == "categorical" else list(self.scale),
+            "scale": self.scale if self.categorical else list(self.scale),
             "description": self.description,
         }
         if self.categories is not None and design is not None:
@@ -154,25 +169,25 @@ def _rack_max_of_feeds(arrays: DesignRackArrays, per_feed: np.ndarray) -> np.nda
 # --- metric functions ------------------------------------------------------------------------------
 
 
-def rack_power_fraction(*, design, run=None) -> np.ndarray:
+def rack_power_fraction(*, design) -> np.ndarray:
     """Rack IT power at nameplate / rack budget, (R,)."""
     a = design_rack_arrays(design)
     return np.divide(a.nameplate_kw, a.budget_kw, out=np.zeros_like(a.budget_kw), where=a.budget_kw > 0)
 
 
-def rack_feed_load(*, design, run=None) -> np.ndarray:
+def rack_feed_load(*, design) -> np.ndarray:
     """Highest load fraction among each rack's feeds with all feeds up, (R,)."""
     a = design_rack_arrays(design)
     return _rack_max_of_feeds(a, feed_loads(a)[0])
 
 
-def rack_feed_load_n1(*, design, run=None) -> np.ndarray:
+def rack_feed_load_n1(*, design) -> np.ndarray:
     """Highest load fraction among each rack's feeds after the worst single feed loss, (R,)."""
     a = design_rack_arrays(design)
     return _rack_max_of_feeds(a, feed_loads(a)[1])
 
 
-def rack_gpu_type(*, design, run=None) -> np.ndarray:
+def rack_gpu_type(*, design) -> np.ndarray:
     """Index of each rack's GPU type in ``gpu_type_names(design)`` (-1 without GPUs), (R,)."""
     return design_rack_power(design).gpu_type.astype(float)
 
@@ -182,146 +197,42 @@ def gpu_type_names(*, design) -> list[str]:
     return list(design_rack_power(design).gpu_slugs)
 
 
-def _run_rack_array(name: str) -> Callable[..., np.ndarray | None]:
-    def compute(*, design, run=None) -> np.ndarray | None:
-        if run is None:
-            return None
-        values = run_array(run=run, name=name)
-        if values is None or values.size != design_rack_power(design).rack_pk.size:
-            return None
-        return values.astype(float)
-
-    compute.__doc__ = f"The run's stored ``{name}`` array, (R,), or None."
-    compute.array_name = name  # what run_metric_values reads on a what-if's own hall
-    return compute
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric(
-            name="rack_power",
-            label="Rack IT power vs budget",
-            unit="fraction of budget",
-            kind="design",
-            scale=(0.0, 1.2),
-            compute=rack_power_fraction,
-            description="Servers at nameplate (GPUs at TDP) plus switches, over the rack's power budget.",
-        ),
-        Metric(
-            name="feed_load",
-            label="Feed load (all feeds up)",
-            unit="fraction of derated capacity",
-            kind="design",
-            scale=(0.0, 1.2),
-            compute=rack_feed_load,
-            description="Busiest feed of the rack, racks drawing nameplate power split over their feeds.",
-        ),
-        Metric(
-            name="feed_load_n1",
-            label="Feed load after worst single feed loss",
-            unit="fraction of derated capacity",
-            kind="design",
-            scale=(0.0, 1.2),
-            compute=rack_feed_load_n1,
-            description="Busiest feed of the rack when the one feed whose loss hurts it most fails.",
-        ),
-        Metric(
-            name="link_util",
-            label="Scale-out link utilization (hottest link)",
-            unit="fraction of link capacity",
-            kind="run",
-            scale=(0.0, 1.0),
-            compute=_run_rack_array("rack_link_utilization"),
-            description="Mean utilization over a step of the busiest scale-out link in the rack.",
-        ),
-        Metric(
-            name="slowdown",
-            label="Slow / straggler nodes (worst GPU slowdown)",
-            unit="× nominal compute time",
-            kind="run",
-            scale=(1.0, 1.5),
-            compute=_run_rack_array("rack_slowdown"),
-            description="Largest mean compute-time factor of the rack's GPUs (1 = nominal).",
-        ),
-        Metric(
-            name="job",
-            label="GPUs in the job",
-            unit="fraction of the rack's GPUs",
-            kind="run",
-            scale=(0.0, 1.0),
-            compute=_run_rack_array("rack_job_share"),
-            description="Share of the rack's GPUs the job uses; 0 = idle (a hot spare), no data = no GPUs.",
-        ),
-        Metric(
-            name="failures",
-            label="Failures per rack (mean per run)",
-            unit="failures",
-            kind="run",
-            scale=(0.0, 3.0),
-            compute=_run_rack_array("rack_failures"),
-            description="Mean number of failures a run of the failure simulation puts on the rack.",
-        ),
-        Metric(
-            name="power_rack",
-            label="Rack peak power vs budget",
-            unit="fraction of budget",
-            kind="run",
-            scale=(0.0, 1.2),
-            compute=_run_rack_array("power_rack_budget_fraction"),
-            description="The rack's simulated peak draw (1 ms) over its power budget.",
-        ),
-        Metric(
-            name="power_feed",
-            label="Feed peak vs capacity (busiest feed of the rack)",
-            unit="fraction of derated capacity",
-            kind="run",
-            scale=(0.0, 1.2),
-            compute=_run_rack_array("power_rack_feed_utilisation"),
-            description="Simulated peak load of the rack's busiest feed over its derated capacity.",
-        ),
-        Metric(
-            name="gpu_type",
-            label="GPU type",
-            unit="",
-            kind="design",
-            scale="categorical",
-            compute=rack_gpu_type,
-            categories=gpu_type_names,
-            description="The accelerator in the rack's servers.",
-        ),
-    )
-}
-
-#: Metric names by kind, in registry order.
-DESIGN_METRICS = tuple(name for name, m in METRICS.items() if m.kind == "design")
-RUN_METRICS = tuple(name for name, m in METRICS.items() if m.kind == "run")
-
-
-def metric_values(name: str, *, design, run=None, decimals: int = 3) -> list[float] | None:
-    """A metric's per-rack values rounded for the page (None when not available).
-
-    Raises
-    ------
-    KeyError
-        ``metric: unknown 'x' (known: ...)`` for a name not in ``METRICS``.
-    """
-    try:
-        metric = METRICS[name]
-    except KeyError:
-        raise KeyError(f"metric: unknown {name!r} (known: {', '.join(METRICS)})") from None
-    values = metric.compute(design=design, run=run)
-    if values is None:
-        return None
-    return rack_list(values, decimals)
-
-
-def run_metric_values(name: str, *, run, decimals: int = 3) -> list[float] | None:
-    """A run metric's per-rack values as the run stored them, on whatever hall it simulated (a
-    what-if that changes the cluster stores arrays over the racks it builds, not the design's)."""
-    array = getattr(METRICS[name].compute, "array_name", None)
-    values = run_array(run=run, name=array) if array else None
-    return None if values is None else rack_list(values.astype(float), decimals)
+DESIGN_METRICS: tuple[Metric, ...] = (
+    Metric(
+        name="rack_power",
+        label="Rack IT power vs budget",
+        unit="fraction of budget",
+        scale=(0.0, 1.2),
+        compute=rack_power_fraction,
+        description="Servers at nameplate (GPUs at TDP) plus switches, over the rack's power budget.",
+    ),
+    Metric(
+        name="feed_load",
+        label="Feed load (all feeds up)",
+        unit="fraction of derated capacity",
+        scale=(0.0, 1.2),
+        compute=rack_feed_load,
+        description="Busiest feed of the rack, racks drawing nameplate power split over their feeds.",
+    ),
+    Metric(
+        name="feed_load_n1",
+        label="Feed load after worst single feed loss",
+        unit="fraction of derated capacity",
+        scale=(0.0, 1.2),
+        compute=rack_feed_load_n1,
+        description="Busiest feed of the rack when the one feed whose loss hurts it most fails.",
+    ),
+    Metric(
+        name="gpu_type",
+        label="GPU type",
+        unit="",
+        scale="categorical",
+        compute=rack_gpu_type,
+        categories=gpu_type_names,
+        description="The accelerator in the rack's servers.",
+    ),
+)
+"""The metrics every design has, whatever was run on it."""
 
 
 def rack_list(values, decimals: int = 3) -> list[float | None]:

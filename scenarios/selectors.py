@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from scenarios.choices import RunStatus
-from scenarios.kinds import registry
+from scenarios.kinds import floor_metrics, metric_by_name, registry
 from scenarios.kinds.base import change_text
-from scenarios.metrics import DESIGN_METRICS, METRICS, RUN_METRICS, metric_values, run_metric_values
+from scenarios.metrics import DESIGN_METRICS, rack_list
 from scenarios.models import Run
+from scenarios.storage import run_array
 from topology.selectors import design_rack_power
 
 
@@ -40,13 +41,28 @@ def run_charts(*, run: Run) -> list[dict[str, Any]]:
     return spec.charts(run)
 
 
-def run_rack_values(*, run: Run, metric: str) -> list[float] | None:
-    """Per-rack values of a floor-plan metric for this run's design (rounded, racks by pk).
+def metric_values(name: str, *, design, run: Run | None = None, decimals: int = 3) -> list[float] | None:
+    """Per-rack values of the floor-plan metric ``name`` on ``design`` (rounded, racks by pk).
 
-    Design metrics ignore the run; run metrics are None until the run stored their array (or
-    when a what-if changed the hall so the run's racks do not map onto the design).
+    Design metrics ignore the run; run metrics are None without a run, until the run stored
+    their array, or when a what-if changed the hall so the run's racks do not map onto the
+    design's. KeyError ``metric: unknown ... (known: ...)`` for a name not in the registry.
     """
-    return metric_values(metric, design=run.scenario.design, run=run)
+    metric = metric_by_name(name)
+    if metric.compute is not None:
+        return rack_list(metric.compute(design=design), decimals)
+    values = None if run is None else run_array(run=run, name=metric.array)
+    if values is None or values.size != design_rack_power(design).rack_pk.size:
+        return None
+    return rack_list(values, decimals)
+
+
+def run_metric_values(name: str, *, run: Run, decimals: int = 3) -> list[float] | None:
+    """A run metric's per-rack values as the run stored them, on whatever hall it simulated (a
+    what-if that changes the cluster stores arrays over the racks it builds, not the design's)."""
+    metric = metric_by_name(name)
+    values = run_array(run=run, name=metric.array) if metric.array else None
+    return None if values is None else rack_list(values, decimals)
 
 
 def run_state(*, run: Run) -> dict[str, Any]:
@@ -64,11 +80,11 @@ def run_state(*, run: Run) -> dict[str, Any]:
     rack_values = {}
     own_hall = not racks_aligned(run)
     if not run.is_active or run.progress > 0:
-        for name in RUN_METRICS:
+        for name in (n for n, m in floor_metrics().items() if m.kind == "run"):
             if own_hall:
                 values = run_metric_values(name, run=run)
             else:
-                values = run_rack_values(run=run, metric=name)
+                values = metric_values(name, design=run.scenario.design, run=run)
             if values is not None:
                 rack_values[name] = values
     return {**run_state_brief(run=run), "rack_values": rack_values}
@@ -142,8 +158,8 @@ def design_floor_plan_json(*, design) -> dict[str, Any]:
         "rows": hall.rows,
         "columns": hall.columns,
         "racks": racks,
-        "metrics": {name: metric.describe(design=design) for name, metric in METRICS.items()},
-        "values": {name: metric_values(name, design=design) for name in DESIGN_METRICS},
+        "metrics": {name: metric.describe(design=design) for name, metric in floor_metrics().items()},
+        "values": {m.name: metric_values(m.name, design=design) for m in DESIGN_METRICS},
         "power": {
             "budget_kw": np.round(power.budget_kw, 2).tolist(),
             "nameplate_kw": np.round(power.nameplate_kw, 2).tolist(),
@@ -188,7 +204,7 @@ def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
         "rows": int(plan.hall_rows),
         "columns": int(plan.hall_cols),
         "racks": racks,
-        "metrics": {n: m.describe(design=design) for n, m in METRICS.items() if m.kind == "run"},
+        "metrics": {n: m.describe(design=design) for n, m in floor_metrics().items() if m.kind == "run"},
         "values": {},
         "power": {"budget_kw": np.round(plan.rack_budget_kw, 2).tolist(), "nameplate_kw": []},
     }

@@ -4,6 +4,9 @@
 defines one :class:`~scenarios.kinds.base.RunKind` subclass and exposes an instance as ``KIND``.
 Adding a kind is one new module plus one line in that setting (``docs/live-runs.md`` walks
 through an example); services, tasks, the stream and the pages only ever ask this registry.
+
+The floor-plan metrics (:func:`floor_metrics`) are the design's (``scenarios.metrics``) plus the
+ones each kind declares (``RunKind.metrics``): there is no other list of them.
 """
 
 from __future__ import annotations
@@ -16,9 +19,20 @@ from django.core.exceptions import ValidationError
 
 from scenarios.kinds.base import Figure, RunKind, RunOutput
 from scenarios.kinds.context import RunContext
+from scenarios.metrics import DESIGN_METRICS, Metric
 from scenarios.sim.format.errors import preview
 
-__all__ = ["Figure", "RunContext", "RunKind", "RunOutput", "kind_choices", "registry", "run_kind"]
+__all__ = [
+    "Figure",
+    "RunContext",
+    "RunKind",
+    "RunOutput",
+    "floor_metrics",
+    "kind_choices",
+    "metric_by_name",
+    "registry",
+    "run_kind",
+]
 
 
 @lru_cache(maxsize=4)
@@ -31,7 +45,27 @@ def _load(modules: tuple[str, ...]) -> dict[str, RunKind]:
         if kind.name in kinds:
             raise ImportError(f"TWIN_RUN_KINDS: {path} registers {kind.name!r} a second time")
         kinds[kind.name] = kind
+    _check_metrics(kinds)
     return kinds
+
+
+def _check_metrics(kinds: dict[str, RunKind]) -> None:
+    """Every metric name means one metric, and every kind opens on a metric it or the design has."""
+    declared: dict[str, tuple[str, Metric]] = {m.name: ("the design", m) for m in DESIGN_METRICS}
+    for kind in kinds.values():
+        for metric in kind.metrics:
+            owner, known = declared.setdefault(metric.name, (f"kind {kind.name!r}", metric))
+            if known != metric:
+                raise ImportError(
+                    f"TWIN_RUN_KINDS: kind {kind.name!r} declares floor-plan metric {metric.name!r}, "
+                    f"which {owner} declares differently (share the one declaration)"
+                )
+        own = {m.name for m in (*DESIGN_METRICS, *kind.metrics)}
+        if kind.default_metric not in own:
+            raise ImportError(
+                f"TWIN_RUN_KINDS: kind {kind.name!r} opens on floor-plan metric {kind.default_metric!r}, "
+                f"which neither it nor the design declares (known: {', '.join(sorted(own))})"
+            )
 
 
 def registry() -> dict[str, RunKind]:
@@ -48,6 +82,32 @@ def run_kind(name: str) -> RunKind:
         raise ValidationError(
             {"kind": f"kind: must be one of {', '.join(kinds)} (got {preview(name)})"}
         ) from None
+
+
+@lru_cache(maxsize=4)
+def _floor_metrics(modules: tuple[str, ...]) -> dict[str, Metric]:
+    metrics = {m.name: m for m in DESIGN_METRICS}
+    for kind in _load(modules).values():
+        for metric in kind.metrics:
+            metrics.setdefault(metric.name, metric)
+    # The metrics on a scale first, the categorical ones (a colour per category) after: the order
+    # of the floor plan's select and hover card.
+    return dict(sorted(metrics.items(), key=lambda item: item[1].categorical))
+
+
+def floor_metrics() -> dict[str, Metric]:
+    """Every floor-plan metric by name: the design's, then those of the kinds in registry order
+    (a metric several kinds share appears once), categorical ones last."""
+    return _floor_metrics(tuple(settings.TWIN_RUN_KINDS))
+
+
+def metric_by_name(name: str) -> Metric:
+    """The floor-plan metric called ``name``, or KeyError ``metric: unknown ... (known: ...)``."""
+    metrics = floor_metrics()
+    try:
+        return metrics[name]
+    except (KeyError, TypeError):
+        raise KeyError(f"metric: unknown {preview(name)} (known: {', '.join(metrics)})") from None
 
 
 def kind_choices() -> list[tuple[str, str]]:

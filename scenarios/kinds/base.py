@@ -3,8 +3,9 @@
 A kind declares everything about itself in one class: its label and options (a form, validated
 when the run is started), how it computes (``execute``, or ``split`` -> ``compute_chunk`` ->
 ``merge`` for work any number of workers share), the figures its summary shows live and on the
-compare page, its charts, and the floor-plan metric its run page opens with. Services, tasks,
-the stream and the pages read the registry (``scenarios.kinds``) and never name a kind.
+compare page, its charts (built by its module of ``scenarios/charts/``), the floor-plan metrics its
+runs store and the one its run page opens with. Services, tasks, the stream and the pages read the
+registry (``scenarios.kinds``) and never name a kind.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from django import forms
 from django.core.exceptions import ValidationError
 
 from scenarios.sim.format.errors import preview
+
+if TYPE_CHECKING:
+    from scenarios.metrics import Metric
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,13 @@ class RunKind:
         :meth:`clean_options`.
     figures : tuple[Figure, ...]
         Summary figures, in display order.
+    metrics : tuple[Metric, ...]
+        The floor-plan metrics its runs store (``scenarios.metrics.Metric`` with the ``array`` it
+        reads; ``RunOutput.rack_values`` streams them by name). A metric two kinds share is one
+        object both reference. ``scenarios.kinds.floor_metrics()`` adds them to the design's.
     default_metric : str
-        Floor-plan metric of its run page (``scenarios.metrics.METRICS``).
+        Floor-plan metric of its run page: one of its ``metrics`` or of the design's
+        (``scenarios.metrics.DESIGN_METRICS``); the registry refuses any other.
     state_keys : tuple[str, ...]
         Summary keys that live messages carry besides the figures (flags the page reads).
     panel_template, script : str or None
@@ -115,6 +124,7 @@ class RunKind:
     label: ClassVar[str]
     options_form: ClassVar[type[forms.Form]] = NoOptions
     figures: ClassVar[tuple[Figure, ...]] = ()
+    metrics: ClassVar[tuple[Metric, ...]] = ()
     default_metric: ClassVar[str] = "rack_power"
     state_keys: ClassVar[tuple[str, ...]] = ()
     panel_template: ClassVar[str | None] = None

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts
+from scenarios.charts import failures as failure_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -20,11 +21,20 @@ from scenarios.kinds.base import (
     percent,
     reject_unknown_options,
 )
-from scenarios.metrics import rack_list
+from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
 
 DEFAULT_CHUNKS = 4
 MAX_CHUNKS = 64
+
+RACK_FAILURES = Metric(
+    name="failures",
+    label="Failures per rack (mean per run)",
+    unit="failures",
+    scale=(0.0, 3.0),
+    array="rack_failures",
+    description="Mean number of failures a run of the failure simulation puts on the rack.",
+)
 
 
 class FailureOptions(forms.Form):
@@ -49,7 +59,8 @@ class FailuresKind(RunKind):
     name = "failures"
     label = "Failures and goodput"
     options_form = FailureOptions
-    default_metric = "failures"
+    metrics = (RACK_FAILURES,)
+    default_metric = RACK_FAILURES.name
     panel_template = "scenarios/kinds/failures_panel.html"
     script = "js/kinds/failures.js"
     figures = (
@@ -144,10 +155,10 @@ class FailuresKind(RunKind):
         summary["racks_aligned"] = not context.changes_cluster
         arrays = {k: np.asarray(v) for k, v in result.arrays().items()}
         rack_values = {}
-        if summary["racks_aligned"] and arrays["rack_failures"].size == context.n_racks:
-            rack_values["failures"] = rack_list(arrays["rack_failures"])
+        if summary["racks_aligned"] and arrays[RACK_FAILURES.array].size == context.n_racks:
+            rack_values[RACK_FAILURES.name] = rack_list(arrays[RACK_FAILURES.array])
         else:
-            arrays.pop("rack_failures")
+            arrays.pop(RACK_FAILURES.array)
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
     # --- showing --------------------------------------------------------------------------------
@@ -158,15 +169,15 @@ class FailuresKind(RunKind):
         out = []
         if wall is not None and wall.size:
             out.append(
-                charts.chart("wall-time", "Wall time to finish", charts.wall_time_figure(wall, summary))
+                chart("wall-time", "Wall time to finish", failure_charts.wall_time_figure(wall, summary))
             )
         out += [
-            charts.chart("badput", "Where the time goes", charts.badput_figure(["this run"], [summary])),
-            charts.chart("interval", "ETTR against checkpoint interval", charts.interval_figure(summary)),
-            charts.chart(
+            chart("badput", "Where the time goes", failure_charts.badput_figure(["this run"], [summary])),
+            chart("interval", "ETTR against checkpoint interval", failure_charts.interval_figure(summary)),
+            chart(
                 "interruptions",
                 "Interruptions by category",
-                charts.interruptions_figure(["this run"], [summary]),
+                failure_charts.interruptions_figure(["this run"], [summary]),
             ),
         ]
         return out
@@ -175,11 +186,11 @@ class FailuresKind(RunKind):
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         summaries = [r.summary or {} for r in runs]
         return [
-            charts.chart("compare-badput", "Where the time goes", charts.badput_figure(labels, summaries)),
-            charts.chart(
+            chart("compare-badput", "Where the time goes", failure_charts.badput_figure(labels, summaries)),
+            chart(
                 "compare-interruptions",
                 "Interruptions by category",
-                charts.interruptions_figure(labels, summaries),
+                failure_charts.interruptions_figure(labels, summaries),
             ),
         ]
 

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts, power_charts
+from scenarios.charts import power as power_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -21,8 +22,25 @@ from scenarios.kinds.base import (
     percent,
     reject_unknown_options,
 )
-from scenarios.metrics import rack_list
+from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
+
+RACK_PEAK = Metric(
+    name="power_rack",
+    label="Rack peak power vs budget",
+    unit="fraction of budget",
+    scale=(0.0, 1.2),
+    array="power_rack_budget_fraction",
+    description="The rack's simulated peak draw (1 ms) over its power budget.",
+)
+FEED_PEAK = Metric(
+    name="power_feed",
+    label="Feed peak vs capacity (busiest feed of the rack)",
+    unit="fraction of derated capacity",
+    scale=(0.0, 1.2),
+    array="power_rack_feed_utilisation",
+    description="Simulated peak load of the rack's busiest feed over its derated capacity.",
+)
 
 EVENT_SOURCES = (
     ("failures", "the events of the scenario's latest failures run (if any)"),
@@ -44,7 +62,8 @@ class PowerKind(RunKind):
     name = "power"
     label = "Power"
     options_form = PowerOptions
-    default_metric = "power_rack"
+    metrics = (RACK_PEAK, FEED_PEAK)
+    default_metric = RACK_PEAK.name
     panel_template = "scenarios/kinds/power_panel.html"
     script = "js/kinds/power.js"
     figures = (
@@ -93,10 +112,7 @@ class PowerKind(RunKind):
         arrays = result.to_arrays()
         rack_values = {}
         if summary["racks_aligned"]:
-            rack_values = {
-                "power_rack": rack_list(arrays["power_rack_budget_fraction"]),
-                "power_feed": rack_list(arrays["power_rack_feed_utilisation"]),
-            }
+            rack_values = {m.name: rack_list(arrays[m.array]) for m in self.metrics}
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
     def _events(self, context):
@@ -133,14 +149,14 @@ class PowerKind(RunKind):
         if facility is not None and facility.size:
             resolution_s = float(summary.get("resolution_ms") or 1.0) / 1000.0
             out.append(
-                charts.chart(
+                chart(
                     "facility",
                     "Facility power",
                     power_charts.power_series_figure(facility, resolution_s, summary),
                 )
             )
             out.append(
-                charts.chart(
+                chart(
                     "spectrum",
                     "Spectrum of the facility draw",
                     power_charts.spectrum_figure(facility, resolution_s, summary),
@@ -149,7 +165,7 @@ class PowerKind(RunKind):
         coarse = run_array(run=run, name="power_coarse_facility_mw")
         if coarse is not None and coarse.size and (summary.get("coarse") or {}).get("resolution_s"):
             out.append(
-                charts.chart(
+                chart(
                     "job-timeline",
                     "The job's life (failures run events)",
                     power_charts.coarse_power_figure(
@@ -158,13 +174,13 @@ class PowerKind(RunKind):
                 )
             )
         if summary.get("mitigations"):
-            out.append(charts.chart("mitigations", "Mitigations", power_charts.mitigations_figure(summary)))
+            out.append(chart("mitigations", "Mitigations", power_charts.mitigations_figure(summary)))
         return out
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         return [
-            charts.chart(
+            chart(
                 "compare-power",
                 "Facility power",
                 power_charts.power_compare_figure(labels, [r.summary or {} for r in runs]),

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 from django import forms
 
-from scenarios import charts
+from scenarios.charts import search as search_charts
+from scenarios.charts.base import chart
+from scenarios.charts.step import BREAKDOWN_LABELS
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -22,6 +24,7 @@ from scenarios.kinds.base import (
     reject_unknown_options,
     seconds,
 )
+from scenarios.kinds.step import LINK_UTIL
 
 MAX_SEARCH_TOP = 100
 #: Layouts a search keeps by default: enough that, with ZeRO and recompute variants of one
@@ -43,7 +46,7 @@ class SearchOptions(forms.Form):
 
 def _best_label(value: Any) -> str:
     row = value[0] if isinstance(value, list | tuple) and value else value
-    return charts.layout_label(row) if isinstance(row, dict) else "—"
+    return search_charts.layout_label(row) if isinstance(row, dict) else "—"
 
 
 def _best(key: str):
@@ -86,7 +89,7 @@ def why_it_wins(row: dict[str, Any], own: dict[str, Any] | None) -> str:
     mine, theirs = row.get("breakdown") or {}, own["breakdown"]
     change = {k: mine.get(k, 0.0) - theirs.get(k, 0.0) for k in set(mine) | set(theirs)}
     largest = sorted((k for k in change if abs(change[k]) > 5e-4), key=lambda k: -abs(change[k]))[:2]
-    return ", ".join(f"{change[k]:+.3f} s {charts.BREAKDOWN_LABELS.get(k, k)}" for k in largest)
+    return ", ".join(f"{change[k]:+.3f} s {BREAKDOWN_LABELS.get(k, k)}" for k in largest)
 
 
 def distinct_layouts(best: list[dict[str, Any]], own: dict[str, Any] | None, limit: int = TABLE_ROWS):
@@ -103,7 +106,7 @@ def distinct_layouts(best: list[dict[str, Any]], own: dict[str, Any] | None, lim
             row["step_time_s"], 1e-12
         )
         if same and abs(row.get("mfu", 0.0) - last["mfu"]) <= 1e-9:
-            last["variants"].append(charts.layout_label(row))
+            last["variants"].append(search_charts.layout_label(row))
             lo, hi = last["memory_gib"]
             last["memory_gib"] = (min(lo, row["memory_gib_per_gpu"]), max(hi, row["memory_gib_per_gpu"]))
             continue
@@ -113,7 +116,7 @@ def distinct_layouts(best: list[dict[str, Any]], own: dict[str, Any] | None, lim
         rows.append(
             {
                 "index": index,
-                "label": charts.layout_label(row),
+                "label": search_charts.layout_label(row),
                 "variants": [],
                 "step_time_s": row["step_time_s"],
                 "mfu": row.get("mfu", 0.0),
@@ -129,7 +132,9 @@ class SearchKind(RunKind):
     name = "search"
     label = "Layout search"
     options_form = SearchOptions
-    default_metric = "link_util"
+    # The page opens on the step's link utilization; a search stores no per-rack arrays itself.
+    metrics = (LINK_UTIL,)
+    default_metric = LINK_UTIL.name
     results_template = "scenarios/kinds/search_results.html"
     figures = (
         Figure("best", "Best layout", _best_label),
@@ -229,21 +234,17 @@ class SearchKind(RunKind):
             "layouts": layouts,
             "own_text": f"{seconds(own['step_time_s'])} per step, MFU {percent(own['mfu'])}" if own else "",
             "own": own,
-            "own_label": charts.layout_label(own) if own else "",
+            "own_label": search_charts.layout_label(own) if own else "",
         }
 
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
         best = summary.get("best") or summary.get("top") or []
-        out = [charts.chart("search", "Layout ranking", charts.search_figure(best))]
+        out = [chart("search", "Layout ranking", search_charts.search_figure(best))]
         if best:
             shown = [best[row["index"]] for row in distinct_layouts(best, None, limit=8)]
             out.append(
-                charts.chart(
-                    "breakdown",
-                    "Step-time breakdown",
-                    charts.breakdown_figure([charts.layout_label(r) for r in shown], shown),
-                )
+                chart("breakdown", "Step-time breakdown", search_charts.layouts_breakdown_figure(shown))
             )
         return out
 

@@ -8,10 +8,37 @@ from typing import Any
 
 import numpy as np
 
-from scenarios import charts
+from scenarios.charts import step as step_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import Figure, RunKind, RunOutput, count, duration_days, percent, seconds
-from scenarios.metrics import rack_list
+from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
+
+#: Floor-plan metrics of a step prediction (the layout search opens on the first too).
+LINK_UTIL = Metric(
+    name="link_util",
+    label="Scale-out link utilization (hottest link)",
+    unit="fraction of link capacity",
+    scale=(0.0, 1.0),
+    array="rack_link_utilization",
+    description="Mean utilization over a step of the busiest scale-out link in the rack.",
+)
+SLOWDOWN = Metric(
+    name="slowdown",
+    label="Slow / straggler nodes (worst GPU slowdown)",
+    unit="× nominal compute time",
+    scale=(1.0, 1.5),
+    array="rack_slowdown",
+    description="Largest mean compute-time factor of the rack's GPUs (1 = nominal).",
+)
+JOB = Metric(
+    name="job",
+    label="GPUs in the job",
+    unit="fraction of the rack's GPUs",
+    scale=(0.0, 1.0),
+    array="rack_job_share",
+    description="Share of the rack's GPUs the job uses; 0 = idle (a hot spare), no data = no GPUs.",
+)
 
 
 def stored_timeline(run):
@@ -36,7 +63,8 @@ def stored_timeline(run):
 class StepKind(RunKind):
     name = "step"
     label = "Step time"
-    default_metric = "link_util"
+    metrics = (LINK_UTIL, SLOWDOWN, JOB)
+    default_metric = LINK_UTIL.name
     figures = (
         Figure("step_time_s", "Step time", seconds, lower_is_better=True),
         Figure("mfu", "MFU", percent, lower_is_better=False),
@@ -78,18 +106,18 @@ class StepKind(RunKind):
         summary["idle_gpus"] = int((~in_job).sum())
         arrays = {
             "link_utilization": np.asarray(result.link_utilization, dtype=np.float32),
-            "rack_link_utilization": np.asarray(result.rack_link_utilization, dtype=np.float32),
+            LINK_UTIL.array: np.asarray(result.rack_link_utilization, dtype=np.float32),
             "gpu_slowdown": np.asarray(result.gpu_slowdown, dtype=np.float32),
-            "rack_slowdown": rack_slowdown.astype(np.float32),
-            "rack_job_share": rack_job.astype(np.float32),
+            SLOWDOWN.array: rack_slowdown.astype(np.float32),
+            JOB.array: rack_job.astype(np.float32),
             **result.timeline.compact_arrays(),
         }
         rack_values = {}
         if aligned:
             rack_values = {
-                "link_util": rack_list(arrays["rack_link_utilization"]),
-                "slowdown": rack_list(arrays["rack_slowdown"]),
-                "job": rack_list(rack_job),
+                LINK_UTIL.name: rack_list(arrays[LINK_UTIL.array]),
+                SLOWDOWN.name: rack_list(arrays[SLOWDOWN.array]),
+                JOB.name: rack_list(rack_job),
             }
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
@@ -97,24 +125,26 @@ class StepKind(RunKind):
         summary = run.summary or {}
         label = f"#{run.pk}"
         out = [
-            charts.chart("breakdown", "Step-time breakdown", charts.breakdown_figure([label], [summary])),
+            chart("breakdown", "Step-time breakdown", step_charts.breakdown_figure([label], [summary])),
         ]
         if any((summary.get("hidden") or {}).values()):
             out.append(
-                charts.chart("overlap", "Communication: exposed and hidden", charts.overlap_figure(summary))
+                chart("overlap", "Communication: exposed and hidden", step_charts.overlap_figure(summary))
             )
         timeline = stored_timeline(run)
         if timeline is not None:
-            out.append(charts.chart("timeline", "Pipeline timeline", charts.timeline_figure(timeline)))
+            out.append(chart("timeline", "Pipeline timeline", step_charts.timeline_figure(timeline)))
         out.append(
-            charts.chart(
-                "memory", "Memory per GPU", charts.memory_figure([label], [summary], charts.hbm_gib(summary))
+            chart(
+                "memory",
+                "Memory per GPU",
+                step_charts.memory_figure([label], [summary], step_charts.hbm_gib(summary)),
             )
         )
         utilization = run_array(run=run, name="link_utilization")
         if utilization is not None and utilization.size:
             out.append(
-                charts.chart("link-util", "Link utilization", charts.link_utilization_figure(utilization))
+                chart("link-util", "Link utilization", step_charts.link_utilization_figure(utilization))
             )
         return out
 
@@ -122,15 +152,15 @@ class StepKind(RunKind):
         labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
         summaries = [r.summary or {} for r in runs]
         return [
-            charts.chart(
-                "compare-breakdown", "Step-time breakdown", charts.breakdown_figure(labels, summaries)
+            chart(
+                "compare-breakdown", "Step-time breakdown", step_charts.breakdown_figure(labels, summaries)
             ),
-            charts.chart("compare-memory", "Memory per GPU", charts.memory_figure(labels, summaries)),
+            chart("compare-memory", "Memory per GPU", step_charts.memory_figure(labels, summaries)),
         ]
 
     def floor_metric(self, run) -> str:
         if (run.scenario.what_if or {}).get("slow_nodes"):
-            return "slowdown"
+            return SLOWDOWN.name
         return self.default_metric
 
 

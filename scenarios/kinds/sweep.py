@@ -14,7 +14,8 @@ import numpy as np
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios import charts
+from scenarios.charts import sweep as sweep_charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import (
     Figure,
     RunKind,
@@ -185,8 +186,8 @@ class SweepKind(RunKind):
 
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
-        figure = charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
-        return [charts.chart("scaling", "Scaling curve", figure)]
+        figure = sweep_charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
+        return [chart("scaling", "Scaling curve", figure)]
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []

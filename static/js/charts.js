@@ -1,4 +1,5 @@
-// Plotly charts whose figures are built in Python (scenarios/charts.py) and shipped as JSON.
+// Plotly charts whose figures are built in Python (scenarios/charts/, a module per run kind) and
+// shipped as JSON.
 // plotly.min.js (~4.5 MB) is loaded only when a page has charts to draw, so it never delays the
 // floor plan's first paint.
 

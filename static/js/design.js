@@ -39,7 +39,7 @@ runsPanel.addEventListener("click", (event) => {
 
 loadFloorPlan();
 refreshRuns();
-const live = new LiveSocket(`/ws/designs/${root.dataset.design}/`, {
+const live = new LiveSocket(root.dataset.liveUrl, {
   // A run of this design changed status: reload the panel (debounced; messages can burst).
   status() {
     clearTimeout(refreshTimer);

@@ -141,10 +141,14 @@ export class FloorPlan {
     this.setMetric(options.metric && this.metrics.has(options.metric) ? options.metric : this.metrics.keys().next().value);
   }
 
-  /** Add (or replace) a metric in the registry. */
+  /**
+   * Add (or replace) a metric in the registry and say so: an "fp:registry" event {name} on the
+   * root, the one the metric select (bindMetricSelect) and any kind module listen to.
+   */
   register(name, spec) {
     const metric = normalizeMetric(name, spec);
     this.metrics.set(name, metric);
+    this.root.dispatchEvent(new CustomEvent("fp:registry", { detail: { name } }));
     return metric;
   }
 
@@ -254,6 +258,7 @@ export class FloorPlan {
     this.updates += 1;
     this.lastUpdateMs = performance.now() - t0;
     if (this.hovered >= 0) this._showCard(this.hovered);
+    // A metric with values is one the select lists: the registry changed for it too.
     if (fresh) this.root.dispatchEvent(new CustomEvent("fp:registry", { detail: { name } }));
   }
 
@@ -509,7 +514,7 @@ export function bindMetricSelect(floor, select) {
   fill();
   select.addEventListener("change", () => floor.setMetric(select.value));
   floor.root.addEventListener("fp:metric", fill);
-  floor.root.addEventListener("fp:registry", fill);
+  floor.root.addEventListener("fp:registry", fill); // a metric registered or given its first values
 }
 
 export { escapeHtml, formatValue };

@@ -10,7 +10,7 @@ export function isTerminal(status) {
 
 export class LiveSocket {
   /**
-   * @param {string} path      e.g. "/ws/runs/12/"
+   * @param {string} path      the socket's path, from the page (data-live-url, {% live_url %})
    * @param {object} handlers  {state(msg), progress(msg), partial(msg), status(msg), open(), close(info)}
    * @param {object} options   {stopWhen(msg) -> bool: stop reconnecting after this message}
    */

@@ -10,6 +10,14 @@ import { renderFigures } from "./summary.js";
 
 const page = document.getElementById("run-page");
 const $ = (selector) => page.querySelector(selector);
+// Every URL the page and its kind module use, rendered by the template ({% url %}).
+const urls = {
+  charts: page.dataset.chartsUrl,
+  kindData: page.dataset.kindDataUrl,
+  live: page.dataset.liveUrl,
+  /** A stored result array's URL (the template renders it for the name "array-name"). */
+  array: (name) => page.dataset.arrayUrl.replace("/array-name/", `/${encodeURIComponent(name)}/`),
+};
 const initial = JSON.parse(document.getElementById("run-state").textContent);
 const planJson = JSON.parse(document.getElementById("floor-plan-data").textContent);
 const root = document.getElementById("floor-plan");
@@ -23,7 +31,7 @@ const floor = new FloorPlan(root, planFromJson(planJson, initial.rack_values || 
 bindMetricSelect(floor, document.querySelector("[data-metric-select]"));
 
 const kindModule = page.dataset.kindScript ? await import(page.dataset.kindScript) : null;
-const kind = kindModule ? kindModule.init(page, { floor, run: initial }) : {};
+const kind = kindModule ? kindModule.init(page, { floor, run: initial, urls }) : {};
 
 let chartsLoaded = false;
 let status = initial.status;
@@ -55,7 +63,7 @@ function setStatus(next, label, error) {
   if (cancel) cancel.hidden = isTerminal(next);
   if (next === "succeeded" && !chartsLoaded) {
     chartsLoaded = true;
-    fetchCharts(document.getElementById("charts"), page.dataset.chartsUrl);
+    fetchCharts(document.getElementById("charts"), urls.charts);
   }
 }
 
@@ -70,7 +78,7 @@ function applyState(run) {
 applyState(initial);
 
 const socketState = $("[data-socket]");
-const live = new LiveSocket(`/ws/runs/${initial.id}/`, {
+const live = new LiveSocket(urls.live, {
   open: () => { socketState.textContent = "live"; },
   close: (info) => { socketState.textContent = info.willRetry ? "reconnecting…" : (isTerminal(status) ? "" : "offline"); },
   state: (msg) => applyState(msg.run),

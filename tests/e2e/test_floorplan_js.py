@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import itertools
 import threading
 
 import pytest
@@ -133,3 +134,74 @@ def test_floorplan_run_metric_appears_and_categorical_legend(harness):
     assert harness.evaluate("fp.metrics.get('link_util').kind") == "run"
     harness.evaluate("fp.setMetric('link_util')")
     assert harness.evaluate("fp.colorOf(0)") != "#c9ced8"
+
+
+def test_floorplan_register_announces_the_metric_and_the_select_lists_it(harness):
+    """``register`` dispatches "fp:registry" itself: the bound select lists a metric registered
+    with values at once, without its caller poking the select."""
+    harness.evaluate(MAKE_PLAN, {"rows": 4, "columns": 6, "every": 1})
+    result = harness.evaluate(
+        """() => {
+          const select = document.createElement("select");
+          document.body.append(select);
+          floorplan.bindMetricSelect(fp, select);
+          const heard = [];
+          fp.root.addEventListener("fp:registry", (event) => heard.push(event.detail.name));
+          fp.register("heat", {label: "Heat", unit: "", kind: "run", scale: [0, 1],
+                               values: fp.racks.map(() => 0.5)});
+          const onRegister = [...heard];
+          fp.register("later", {label: "Later", kind: "run", scale: [0, 1]});
+          return {onRegister, heard, listed: [...select.options].map((o) => o.value)};
+        }"""
+    )
+    assert result["onRegister"] == ["heat"] and result["heard"] == ["heat", "later"]
+    assert "heat" in result["listed"] and "later" not in result["listed"]  # no values yet
+
+
+REPLAY_PANEL = """async ({frames, step}) => {
+  const {bindReplay} = await import("/js/replay.js");
+  const panel = document.createElement("section");
+  panel.innerHTML = '<button type="button" data-play>Play</button>' +
+    '<input type="range" min="0" max="0" value="0" data-replay><span data-replay-time></span>';
+  document.body.append(panel);
+  const seen = [];
+  const player = bindReplay(panel, fp, {
+    metric: "replay", spec: {label: "Replay", unit: "", kind: "run", scale: [0, 1]},
+    frames, step, intervalMs: 15,
+    valuesAt: (frame) => { seen.push(frame); return fp.racks.map(() => frame / (frames - 1)); },
+    timeText: (frame) => `frame ${frame}`,
+  });
+  window.replay = {panel, seen, player};
+  return {seen: [...seen], max: panel.querySelector("[data-replay]").max,
+          time: panel.querySelector("[data-replay-time]").textContent,
+          registered: fp.metrics.has("replay"), value: fp.metrics.get("replay").values[0]};
+}"""
+
+
+def test_replay_slider_draws_frames_on_the_floor_plan_and_plays_round(harness):
+    """The one replay module both kinds use: frame 0 drawn on a registered metric, the slider
+    draws the frame it is moved to, Play steps round (wrapping at the end) until Pause."""
+    harness.evaluate(MAKE_PLAN, {"rows": 4, "columns": 6, "every": 1})
+    first = harness.evaluate(REPLAY_PANEL, {"frames": 5, "step": 2})
+    assert first == {"seen": [0], "max": "4", "time": "frame 0", "registered": True, "value": 0}
+    moved = harness.evaluate(
+        """() => {
+          const slider = replay.panel.querySelector("[data-replay]");
+          slider.value = "3";
+          slider.dispatchEvent(new Event("input"));
+          return {seen: [...replay.seen], time: replay.panel.querySelector("[data-replay-time]").textContent,
+                  value: fp.metrics.get("replay").values[0]};
+        }"""
+    )
+    assert moved == {"seen": [0, 3], "time": "frame 3", "value": 0.75}
+    harness.click("[data-play]")
+    assert harness.inner_text("[data-play]") == "Pause"
+    harness.wait_for_function("window.replay.seen.length >= 5")
+    harness.click("[data-play]")
+    assert harness.inner_text("[data-play]") == "Play"
+    seen = harness.evaluate("replay.seen")
+    stopped = len(seen)
+    assert seen[:5] == [0, 3, 0, 2, 4]  # 3 + 2 wraps to 0 on 5 frames
+    assert all(b == (a + 2) % 5 for a, b in itertools.pairwise(seen[2:]))
+    harness.wait_for_timeout(100)
+    assert len(harness.evaluate("replay.seen")) == stopped  # paused: no more frames

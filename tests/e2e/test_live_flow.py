@@ -53,6 +53,10 @@ def _open_design(page, base_url: str) -> None:
     assert page.locator("[data-metric-select] option").count() >= 3
     legend = page.inner_text(".fp-legend")
     assert "Rack IT power" in legend and "no data" in legend
+    # The design's live stream, on the socket path the page renders (data-live-url).
+    page.wait_for_function("window.twinLive && window.twinLive.stats.opened >= 1", timeout=30_000)
+    design = page.get_attribute("#floor-plan", "data-design")
+    assert page.evaluate("window.twinLive.url").endswith(f"/ws/designs/{design}/")
 
 
 def _hover_and_open_rack(page) -> None:

@@ -360,3 +360,79 @@ def test_new_scenario_starts_from_a_model_preset(wide, site):
     saved = {name: wide.input_value(f"#id_{name}") for name in ("preset", "layers", "seq_len")}
     assert saved == {"preset": "llama3-70b", "layers": "80", "seq_len": "4096"}
     assert not wide.js_errors, wide.js_errors
+
+
+#: The replay panel the page shows (the failures or the power kind's).
+REPLAY = "section.replay:not([hidden])"
+
+
+def _replay_state(page) -> dict:
+    return page.evaluate(
+        """(panel) => {
+          const slider = document.querySelector(`${panel} [data-replay]`);
+          const select = document.querySelector("[data-metric-select]");
+          return {metric: window.twinFloorPlan.current.name, max: Number(slider.max),
+                  value: Number(slider.value),
+                  time: document.querySelector(`${panel} [data-replay-time]`).textContent,
+                  options: Array.from(select.options, (o) => o.value)};
+        }""",
+        REPLAY,
+    )
+
+
+def _move_replay(page, fraction: float) -> None:
+    page.evaluate(
+        """([panel, fraction]) => {
+          const slider = document.querySelector(`${panel} [data-replay]`);
+          slider.value = String(Math.round(Number(slider.max) * fraction));
+          slider.dispatchEvent(new Event("input"));
+        }""",
+        [REPLAY, fraction],
+    )
+
+
+def _play_and_pause(page) -> None:
+    play = page.locator(f"{REPLAY} [data-play]")
+    start = _replay_state(page)["value"]
+    play.click()
+    assert play.inner_text() == "Pause"
+    page.wait_for_function(
+        """([panel, start]) => Number(document.querySelector(`${panel} [data-replay]`).value) !== start""",
+        arg=[REPLAY, start],
+    )
+    play.click()
+    assert play.inner_text() == "Play"
+
+
+def test_failures_and_power_runs_replay_on_the_floor_plan(wide, runs):
+    """The failures run replays its representative trial and the power run the racks' draw over the
+    job's life (from that failures run), both on the one replay slider: frame 0 drawn as a metric
+    of the select, the slider redraws the frame it is moved to, Play runs until Pause; their
+    charts fill their cells."""
+    wide.width = 1440
+    start_run(wide, runs["scenario"], "failures")
+    wide.wait_for_selector("[data-failures-panel]:not([hidden]) [data-events] tr", timeout=60_000)
+    state = _replay_state(wide)
+    assert state["metric"] == "failure_replay" and "failure_replay" in state["options"], state
+    assert state["max"] == 1000 and state["time"] == "day 0.00", state
+    _move_replay(wide, 0.5)
+    assert _replay_state(wide)["time"] != "day 0.00"
+    assert "spares" in wide.inner_text("[data-replay-spares]")
+    _play_and_pause(wide)
+    assert_charts_fill(wide, 4)
+    shot(wide, "run-failures")
+    start_run(wide, runs["scenario"], "power")
+    wide.wait_for_selector("[data-power-panel]:not([hidden])", timeout=60_000)
+    assert "failures run #" in wide.inner_text("[data-power-about]")
+    state = _replay_state(wide)
+    assert state["metric"] == "power_rack" and "power_replay" in state["options"], state
+    assert state["max"] > 0 and state["time"] == "hour 0.0", state
+    _move_replay(wide, 1.0)
+    assert _replay_state(wide)["time"] != "hour 0.0"
+    _play_and_pause(wide)
+    wide.select_option("[data-metric-select]", "power_replay")
+    assert wide.evaluate("window.twinFloorPlan.current.name") == "power_replay"
+    assert not wide.locator("[data-feeds-panel]").is_hidden()
+    assert_charts_fill(wide, 3)
+    shot(wide, "run-power")
+    assert not wide.js_errors, wide.js_errors

@@ -1,18 +1,18 @@
-"""The floor-plan metric registry: feed loading (vectorized vs naive), rack power, alignment."""
+"""Floor-plan metrics: the registry of the design's and the kinds' declarations, feed loading
+(vectorized vs naive), rack power, alignment."""
 
 from __future__ import annotations
+
+import itertools
+import sys
+import types
 
 import numpy as np
 import pytest
 
-from scenarios.metrics import (
-    DESIGN_METRICS,
-    METRICS,
-    RUN_METRICS,
-    DesignRackArrays,
-    feed_loads,
-    metric_values,
-)
+from scenarios.kinds import RunKind, floor_metrics, registry
+from scenarios.metrics import DESIGN_METRICS, DesignRackArrays, Metric, feed_loads
+from scenarios.selectors import metric_values
 
 
 def naive_feed_loads(a: DesignRackArrays):
@@ -96,11 +96,109 @@ def test_feed_loss_on_a_two_feed_rack_doubles_the_other_feed():
 
 
 def test_registry_has_design_and_run_metrics_with_scales():
-    assert {"rack_power", "feed_load", "feed_load_n1", "gpu_type"} <= set(DESIGN_METRICS)
-    assert {"link_util", "slowdown"} <= set(RUN_METRICS)
-    assert METRICS["gpu_type"].scale == "categorical"
-    for metric in METRICS.values():
+    metrics = floor_metrics()
+    assert {"rack_power", "feed_load", "feed_load_n1", "gpu_type"} <= {m.name for m in DESIGN_METRICS}
+    assert {"link_util", "slowdown"} <= {n for n, m in metrics.items() if m.kind == "run"}
+    assert metrics["gpu_type"].scale == "categorical"
+    for metric in metrics.values():
         assert metric.label and metric.kind in ("design", "run")
+
+
+def test_the_registry_is_the_designs_metrics_plus_every_kinds_declarations():
+    """No second list of metrics: what the pages read is exactly the design's and the kinds'."""
+    declared = [m for kind in registry().values() for m in kind.metrics]
+    metrics = floor_metrics()
+    assert set(metrics) == {m.name for m in (*DESIGN_METRICS, *declared)}
+    assert all(metrics[m.name] is m for m in (*DESIGN_METRICS, *declared))
+    assert {m.name for m in DESIGN_METRICS} == {n for n, m in metrics.items() if m.kind == "design"}
+    assert {m.name for m in declared} == {n for n, m in metrics.items() if m.kind == "run"}
+    # The floor plan's select order: design metrics on a scale, the kinds' in registry order,
+    # categorical last.
+    assert list(metrics) == [
+        "rack_power",
+        "feed_load",
+        "feed_load_n1",
+        "link_util",
+        "slowdown",
+        "job",
+        "failures",
+        "power_rack",
+        "power_feed",
+        "gpu_type",
+    ]
+
+
+def test_each_run_metric_belongs_to_the_kind_that_stores_it():
+    kinds = registry()
+    names = {kind: {m.name for m in kinds[kind].metrics} for kind in kinds}
+    assert names["step"] == {"link_util", "slowdown", "job"}
+    assert names["failures"] == {"failures"} and names["power"] == {"power_rack", "power_feed"}
+    # The layout search opens on the step's link utilization: one declaration, referenced.
+    assert kinds["search"].metrics[0] is kinds["step"].metrics[0]
+    for metric in (m for kind in kinds.values() for m in kind.metrics):
+        assert metric.kind == "run" and metric.array and metric.compute is None
+
+
+def test_every_kind_opens_on_a_metric_it_or_the_design_declares():
+    for kind in registry().values():
+        own = {m.name for m in (*DESIGN_METRICS, *kind.metrics)}
+        assert kind.default_metric in own, kind.name
+
+
+_MODULES = itertools.count()
+
+
+def _registered(monkeypatch, settings, *kinds: RunKind) -> None:
+    """Register ``kinds`` (one throw-away module each, named apart: the registry is cached by the
+    module paths) after the built-in ones."""
+    paths = []
+    for kind in kinds:
+        module = types.ModuleType(f"tests.scenarios._kind_{next(_MODULES)}")
+        module.KIND = kind
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        paths.append(module.__name__)
+    settings.TWIN_RUN_KINDS = [*settings.TWIN_RUN_KINDS, *paths]
+
+
+def _kind(name: str, *, metrics=(), default_metric="rack_power") -> RunKind:
+    return type(
+        f"{name.title()}Kind",
+        (RunKind,),
+        {"name": name, "label": name, "metrics": metrics, "default_metric": default_metric},
+    )()
+
+
+HEAT = Metric(name="heat", label="Heat", unit="kW", scale=(0.0, 1.0), array="rack_heat_kw")
+
+
+def test_a_plugin_kinds_metric_joins_the_registry(monkeypatch, settings):
+    _registered(monkeypatch, settings, _kind("thermal", metrics=(HEAT,), default_metric="heat"))
+    assert floor_metrics()["heat"] is HEAT and list(floor_metrics())[-2:] == ["heat", "gpu_type"]
+
+
+def test_a_kind_opening_on_a_metric_nobody_declares_is_refused(monkeypatch, settings):
+    _registered(monkeypatch, settings, _kind("thermal", default_metric="heat"))
+    with pytest.raises(ImportError, match="kind 'thermal' opens on floor-plan metric 'heat'"):
+        registry()
+
+
+def test_a_kind_opening_on_another_kinds_metric_is_refused(monkeypatch, settings):
+    """``default_metric`` names the kind's own metrics or the design's, never one it does not store."""
+    _registered(monkeypatch, settings, _kind("thermal", default_metric="failures"))
+    with pytest.raises(ImportError, match="opens on floor-plan metric 'failures'"):
+        registry()
+
+
+def test_one_metric_name_declared_twice_differently_is_refused(monkeypatch, settings):
+    other = Metric(name="link_util", label="Heat", unit="kW", scale=(0.0, 1.0), array="rack_heat_kw")
+    _registered(monkeypatch, settings, _kind("thermal", metrics=(other,)))
+    with pytest.raises(ImportError, match="'link_util', which kind 'step' declares differently"):
+        registry()
+
+
+def test_a_metric_is_a_design_or_a_run_metric():
+    with pytest.raises(ValueError, match="give compute"):
+        Metric(name="x", label="X", unit="", scale=(0.0, 1.0))
 
 
 def test_rack_power_is_nameplate_over_budget(design, catalog):
@@ -121,7 +219,7 @@ def test_rack_power_is_nameplate_over_budget(design, catalog):
 
 def test_gpu_type_metric_is_categorical_per_rack(design):
     values = metric_values("gpu_type", design=design)
-    categories = METRICS["gpu_type"].categories(design=design)
+    categories = floor_metrics()["gpu_type"].categories(design=design)
     assert categories == ["h100-sxm"]
     assert set(values) <= {0.0, -1.0} and 0.0 in values
 

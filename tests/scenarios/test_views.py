@@ -250,11 +250,24 @@ def test_run_page_embeds_state_floor_plan_and_live_script(client, user, scenario
     assert "vendor/plotly/plotly.min.js" in html  # loaded lazily by charts.js, from the project
 
 
+def test_run_page_gives_its_scripts_every_url(client, user, scenario):
+    """run.js and the kind modules fetch and connect only to URLs the page renders."""
+    run = Run.objects.create(scenario=scenario, kind="power", status=RunStatus.SUCCEEDED)
+    client.force_login(user)
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert f'data-charts-url="{reverse("scenarios:run-charts", args=[run.pk])}"' in html
+    assert f'data-kind-data-url="{reverse("scenarios:run-kind-data", args=[run.pk])}"' in html
+    assert f'data-array-url="{reverse("scenarios:run-array", args=[run.pk, "array-name"])}"' in html
+    assert f'data-live-url="/ws/runs/{run.pk}/"' in html
+    assert 'data-kind-script="/static/js/kinds/power.js"' in html
+
+
 def test_design_page_points_at_floor_plan_and_panel(client, user, design):
     client.force_login(user)
     html = client.get(design.get_absolute_url()).content.decode()
     assert reverse("scenarios:design-floor-plan", args=[design.pk]) in html
     assert reverse("scenarios:design-panel", args=[design.pk]) in html
+    assert f'data-live-url="/ws/designs/{design.pk}/"' in html
     assert "js/design.js" in html
 
 
@@ -592,26 +605,27 @@ def test_run_page_draws_the_hall_a_what_if_builds(client, user, scenario):
 
 
 def test_scenario_list_and_design_panel_are_paged(client, user, scenario):
-    from scenarios import views
+    from scenarios.views.designs import PANEL_RUNS_PER_PAGE, PANEL_SCENARIOS_PER_PAGE
+    from scenarios.views.scenarios import SCENARIOS_PER_PAGE
 
-    for i in range(views.SCENARIOS_PER_PAGE):
+    for i in range(SCENARIOS_PER_PAGE):
         scenario_create(design=scenario.design, name=f"S{i}", job=scenario.job, what_if={}, user=user)
-    for _ in range(views.PANEL_RUNS_PER_PAGE + 2):
+    for _ in range(PANEL_RUNS_PER_PAGE + 2):
         _succeeded_run(scenario, step_time_s=1.0)
     client.force_login(user)
     first = client.get(reverse("scenarios:scenario-list"))
-    assert len(first.context["page"].object_list) == views.SCENARIOS_PER_PAGE
+    assert len(first.context["page"].object_list) == SCENARIOS_PER_PAGE
     html = first.content.decode()
-    assert f"1–{views.SCENARIOS_PER_PAGE} of {views.SCENARIOS_PER_PAGE + 1}" in html
+    assert f"1–{SCENARIOS_PER_PAGE} of {SCENARIOS_PER_PAGE + 1}" in html
     assert 'href="?page=2"' in html
     second = client.get(reverse("scenarios:scenario-list") + "?page=2")
     assert [s.name for s in second.context["page"]] == ["Baseline"]  # the oldest
-    assert second.context["page"][0].run_count == views.PANEL_RUNS_PER_PAGE + 2
+    assert second.context["page"][0].run_count == PANEL_RUNS_PER_PAGE + 2
     only = client.get(reverse("scenarios:scenario-list") + f"?design={scenario.design.pk}").context["design"]
     assert only == scenario.design
     panel = reverse("scenarios:design-panel", args=[scenario.design.pk])
     html = client.get(panel).content.decode()
-    assert html.count('<tr><td><a href="/scenarios/') == views.PANEL_SCENARIOS_PER_PAGE
+    assert html.count('<tr><td><a href="/scenarios/') == PANEL_SCENARIOS_PER_PAGE
     assert 'href="?runs_page=2" data-panel-page' in html
     older = client.get(panel + "?runs_page=2").context["runs"]
     assert len(older.object_list) == 2
@@ -682,3 +696,21 @@ what_if: {{nodes: {NODES}}}
 
     model = _parse_model(scenario.job["model"])
     assert (model.layers, model.hidden, model.kv_heads, model.seq_len) == (80, 8192, 8, 4096)
+
+
+def test_every_page_of_the_app_is_a_module_of_the_views_package():
+    """The scenarios app's doors live in scenarios/views/ by concern, under their URL names."""
+    from scenarios import urls
+
+    modules = {pattern.name: pattern.callback.__module__ for pattern in urls.urlpatterns}
+    assert set(modules.values()) == {
+        "scenarios.views.scenarios",
+        "scenarios.views.runs",
+        "scenarios.views.compare",
+        "scenarios.views.designs",
+        "scenarios.views.kind_data",
+    }
+    assert modules["run-kind-data"] == modules["run-array"] == "scenarios.views.kind_data"
+    assert modules["design-import"] == modules["design-floor-plan"] == "scenarios.views.designs"
+    assert modules["scenario-delete"] == "scenarios.views.scenarios"
+    assert modules["run-delete"] == modules["search-apply"] == "scenarios.views.runs"

@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 from django import forms
 
-from scenarios import charts
+from scenarios.charts.base import chart
 from scenarios.kinds.base import Figure, RunKind, RunOutput, int_option, reject_unknown_options
 
 CHUNK = 3
@@ -52,7 +52,7 @@ class ToyKind(RunKind):
     def charts(self, run) -> list[dict[str, Any]]:
         squares = (run.summary or {}).get("squares") or []
         figure = go.Figure(go.Bar(x=list(range(1, len(squares) + 1)), y=squares))
-        return [charts.chart("toy-squares", "Squares", figure)]
+        return [chart("toy-squares", "Squares", figure)]
 
 
 KIND = ToyKind()

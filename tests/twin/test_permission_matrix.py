@@ -239,7 +239,7 @@ DOORS = [
         },
         ok=(302,),
     ),
-    # scenarios and runs (scenarios/views.py and scenarios/manage_views.py)
+    # scenarios and runs (scenarios/views/)
     Door("scenarios:scenario-list", "get", None, None),
     Door("scenarios:scenario-new", "get", None, None),
     Door(

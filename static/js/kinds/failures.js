@@ -1,18 +1,19 @@
 // The failure run's part of the run page: the representative trial replayed on the floor plan
 // with a time slider (a rack flashes while it is down), and its event list.
 
+import { bindReplay } from "../replay.js";
+
 const DAY_S = 86400;
 const FLASH = "failure_replay";
+const STEPS = 1000; // slider positions over the horizon
 
-export function init(page, { floor, run }) {
+export function init(page, { floor, urls }) {
   const panel = page.querySelector("[data-failures-panel]");
-  const slider = panel.querySelector("[data-replay]");
   const body = panel.querySelector("[data-events]");
-  let events = [];
-  let horizon = 1;
-  let timer = 0;
+  let requested = false;
 
-  function paint(t) {
+  /** Per-rack values at time `t` (1 down, 0.35 hit before, 0 untouched); says spares and downs. */
+  function racksAt(events, horizon, t) {
     const values = new Float64Array(floor.racks.length).fill(0);
     let spares = null;
     let down = 0;
@@ -27,16 +28,15 @@ export function init(page, { floor, run }) {
         values[e.rack] = 0.35; // failed before: a mark that fades only at the end of the replay
       }
     }
-    floor.setValues(FLASH, Array.from(values));
-    panel.querySelector("[data-replay-time]").textContent = `day ${(t / DAY_S).toFixed(2)}`;
     panel.querySelector("[data-replay-spares]").textContent = spares === null ? "spares: all" : `spares left: ${spares}`;
     panel.querySelector("[data-replay-down]").textContent = down ? `${down} component(s) down or degraded` : "all up";
+    return Array.from(values);
   }
 
   function show(data) {
-    events = (data.event_log || []).slice().sort((a, b) => a.time_s - b.time_s);
+    const events = (data.event_log || []).slice().sort((a, b) => a.time_s - b.time_s);
     if (!events.length || !data.racks_aligned) return;
-    horizon = Math.max(data.horizon_s || 0, events[events.length - 1].time_s + 1);
+    const horizon = Math.max(data.horizon_s || 0, events[events.length - 1].time_s + 1);
     panel.hidden = false;
     panel.querySelector("[data-replay-about]").textContent =
       `Trial ${data.representative_trial}, the run nearest the median: ${events.length} events over ${(horizon / DAY_S).toFixed(1)} days.`;
@@ -47,25 +47,30 @@ export function init(page, { floor, run }) {
       cells.forEach((text, i) => row.append(Object.assign(document.createElement("td"), { textContent: text, className: i === 0 || i === 4 ? "num" : "" })));
       return row;
     }));
-    floor.register(FLASH, { label: "Replay: racks down (red) and hit before", unit: "", kind: "run", scale: [0, 1] });
-    floor.root.dispatchEvent(new CustomEvent("fp:registry"));
-    paint(0);
+    const at = (frame) => (frame / STEPS) * horizon;
+    bindReplay(panel, floor, {
+      metric: FLASH,
+      spec: { label: "Replay: racks down (red) and hit before", unit: "", kind: "run", scale: [0, 1] },
+      frames: STEPS + 1,
+      step: 4,
+      intervalMs: 50,
+      valuesAt: (frame) => racksAt(events, horizon, at(frame)),
+      timeText: (frame) => `day ${(at(frame) / DAY_S).toFixed(2)}`,
+    });
     floor.setMetric(FLASH);
   }
 
-  slider.addEventListener("input", () => paint((slider.value / 1000) * horizon));
-  panel.querySelector("[data-play]").addEventListener("click", (event) => {
-    if (timer) { clearInterval(timer); timer = 0; event.target.textContent = "Play"; return; }
-    event.target.textContent = "Pause";
-    timer = setInterval(() => {
-      slider.value = (Number(slider.value) + 4) % 1001;
-      paint((slider.value / 1000) * horizon);
-    }, 50);
-  });
-
+  // Once per page (the stored state and the final status both say "succeeded"), again only if
+  // the request failed.
   async function load() {
-    const response = await fetch(`/runs/${run.id}/kind-data/`, { headers: { Accept: "application/json" } });
-    if (response.ok) show(await response.json());
+    if (requested) return;
+    requested = true;
+    const response = await fetch(urls.kindData, { headers: { Accept: "application/json" } }).catch(() => null);
+    if (!response?.ok) {
+      requested = false;
+      return;
+    }
+    show(await response.json());
   }
 
   return {

@@ -1,47 +1,41 @@
 // The power run's part of the run page: the busiest feeds, and the racks' power over the job's
 // life replayed on the floor plan with a time slider (coarse series served as run arrays).
 
+import { bindReplay } from "../replay.js";
+
 const REPLAY = "power_replay";
+const FRAMES = 120; // columns the server averages the coarse series down to
 
-export function init(page, { floor, run }) {
+export function init(page, { floor, urls }) {
   const panel = page.querySelector("[data-power-panel]");
-  const slider = panel.querySelector("[data-replay]");
-  let frames = null; // Float32Array (racks x frames), kW
-  let budget = null;
-  let nFrames = 0;
-  let frameS = 1;
-  let timer = 0;
-
-  function paint(frame) {
-    const n = floor.racks.length;
-    const values = new Array(n);
-    for (let r = 0; r < n; r += 1) {
-      const kw = frames[r * nFrames + frame];
-      values[r] = budget && budget[r] > 0 ? kw / budget[r] : null;
-    }
-    floor.setValues(REPLAY, values);
-    panel.querySelector("[data-replay-time]").textContent = `hour ${((frame * frameS) / 3600).toFixed(1)}`;
-  }
+  let requested = false;
 
   async function array(name) {
-    const response = await fetch(`/runs/${run.id}/arrays/${name}/?frames=120`, { headers: { Accept: "application/octet-stream" } });
+    const response = await fetch(`${urls.array(name)}?frames=${FRAMES}`, { headers: { Accept: "application/octet-stream" } });
     if (!response.ok) return null;
     return { shape: JSON.parse(response.headers.get("X-Shape")), values: new Float32Array(await response.arrayBuffer()) };
   }
 
   async function loadReplay(data) {
     const [series, budgets] = await Promise.all([array("power_coarse_rack_kw"), array("power_rack_budget_kw")]);
-    if (!series || !budgets || series.shape[0] !== floor.racks.length) return;
-    frames = series.values;
-    nFrames = series.shape[1];
-    budget = budgets.values;
-    frameS = ((data.coarse?.horizon_s ?? data.coarse?.resolution_s * nFrames) || nFrames) / nFrames;
-    slider.max = String(nFrames - 1);
+    if (!series || !budgets || series.shape[0] !== floor.racks.length || !series.shape[1]) return;
+    const frames = series.values; // racks x frames, kW
+    const budget = budgets.values;
+    const nFrames = series.shape[1];
+    const frameS = ((data.coarse?.horizon_s ?? data.coarse?.resolution_s * nFrames) || nFrames) / nFrames;
     panel.hidden = false;
     panel.querySelector("[data-power-about]").textContent = `Job events from ${data.event_source}: ${nFrames} frames; racks coloured by their draw over budget.`;
-    floor.register(REPLAY, { label: "Replay: rack power vs budget", unit: "fraction of budget", kind: "run", scale: [0, 1.2] });
-    floor.root.dispatchEvent(new CustomEvent("fp:registry"));
-    paint(0);
+    bindReplay(panel, floor, {
+      metric: REPLAY,
+      spec: { label: "Replay: rack power vs budget", unit: "fraction of budget", kind: "run", scale: [0, 1.2] },
+      frames: nFrames,
+      intervalMs: 60,
+      valuesAt: (frame) => Array.from(floor.racks, (_, r) => {
+        const kw = frames[r * nFrames + frame];
+        return budget && budget[r] > 0 ? kw / budget[r] : null;
+      }),
+      timeText: (frame) => `hour ${((frame * frameS) / 3600).toFixed(1)}`,
+    });
   }
 
   function showFeeds(feeds) {
@@ -61,19 +55,16 @@ export function init(page, { floor, run }) {
     }));
   }
 
-  slider.addEventListener("input", () => paint(Number(slider.value)));
-  panel.querySelector("[data-play]").addEventListener("click", (event) => {
-    if (timer) { clearInterval(timer); timer = 0; event.target.textContent = "Play"; return; }
-    event.target.textContent = "Pause";
-    timer = setInterval(() => {
-      slider.value = String((Number(slider.value) + 1) % nFrames);
-      paint(Number(slider.value));
-    }, 60);
-  });
-
+  // Once per page (the stored state and the final status both say "succeeded"), again only if
+  // the request failed.
   async function load() {
-    const response = await fetch(`/runs/${run.id}/kind-data/`, { headers: { Accept: "application/json" } });
-    if (!response.ok) return;
+    if (requested) return;
+    requested = true;
+    const response = await fetch(urls.kindData, { headers: { Accept: "application/json" } }).catch(() => null);
+    if (!response?.ok) {
+      requested = false;
+      return;
+    }
     const data = await response.json();
     showFeeds(data.feeds);
     if (data.racks_aligned && data.coarse) loadReplay(data);

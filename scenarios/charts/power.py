@@ -1,5 +1,5 @@
-"""Plotly figures of power runs (the facility series, its spectrum, the job-life series, the
-mitigations, the comparison), in the shape of ``scenarios.charts``."""
+"""Figures of a power run: the facility series, its spectrum, the job-life series, the mitigations
+and the comparison of several runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from scenarios.charts import PALETTE, _layout
+from scenarios.charts.base import PALETTE, figure_layout
 
 #: Points a power series is drawn with at most: each bucket keeps its minimum and maximum, so the
 #: swings the grid sees stay visible however long the window.
@@ -36,7 +36,7 @@ def power_series_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str,
     """Facility draw over the simulated window (MW), with its window events shaded."""
     t, mw = envelope(facility_mw, dt_s)
     figure = go.Figure(
-        layout=_layout(
+        layout=figure_layout(
             "Facility power over the window",
             xaxis={"title": {"text": "seconds"}, "gridcolor": "#eee"},
             yaxis={"title": {"text": "MW"}, "gridcolor": "#eee"},
@@ -69,7 +69,7 @@ def spectrum_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str, Any
         picks = np.unique(np.geomspace(1, freq.size - 1, SERIES_MAX_POINTS).astype(int))
         freq, amplitude = freq[picks], amplitude[picks]
     figure = go.Figure(
-        layout=_layout(
+        layout=figure_layout(
             "Spectrum of the facility draw",
             xaxis={"title": {"text": "frequency (Hz)"}, "type": "log", "gridcolor": "#eee"},
             yaxis={"title": {"text": "amplitude (MW)"}, "type": "log", "gridcolor": "#eee"},
@@ -100,7 +100,7 @@ def coarse_power_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str,
     """Facility draw over the job's life (the failure trial's crashes, restarts, checkpoints)."""
     t, mw = envelope(facility_mw, dt_s)
     figure = go.Figure(
-        layout=_layout(
+        layout=figure_layout(
             "Facility power over the job's life",
             xaxis={"title": {"text": "hours"}, "gridcolor": "#eee"},
             yaxis={"title": {"text": "MW"}, "gridcolor": "#eee"},
@@ -117,7 +117,7 @@ def mitigations_figure(summary: dict[str, Any]) -> go.Figure:
     names = list(summary.get("mitigations") or {})
     rows = [summary["mitigations"][n] for n in names]
     figure = go.Figure(
-        layout=_layout(
+        layout=figure_layout(
             "Mitigations: swing saved and what it costs",
             barmode="group",
             xaxis={"automargin": True},
@@ -152,7 +152,7 @@ def mitigations_figure(summary: dict[str, Any]) -> go.Figure:
 def power_compare_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) -> go.Figure:
     """Peak, trough and swing of several power runs side by side (MW)."""
     figure = go.Figure(
-        layout=_layout(
+        layout=figure_layout(
             "Facility peak, trough and swing",
             barmode="group",
             yaxis={"title": {"text": "MW"}, "gridcolor": "#eee"},
