@@ -323,7 +323,7 @@ class ScenarioImportForm(forms.Form):
         self.fields["design"].queryset = designs
 
     def clean(self):
-        from scenarios.sim.format.yamlsafe import MAX_BYTES
+        from utilities.yamlsafe import MAX_BYTES
 
         data = super().clean()
         upload = data.get("file")

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from scenarios.sim.format.errors import preview
+from utilities.errors import preview
 
 #: Cluster keys a generated design's parameters carry into a scenario file's ``cluster:``.
 CLUSTER_KEYS = ("server", "nodes", "nic_gbps", "oversubscription", "su_nodes", "tiers", "switch")

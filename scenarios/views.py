@@ -43,10 +43,10 @@ from scenarios.services import (
     scenario_update,
 )
 from scenarios.storage import run_array
-from topology.fabric.jsonsafe import json_safe
 from topology.models import Design, GpuType, ServerType
 from twin.permissions import CHANGE, RUN, VIEW, actions_on, require, restrict
 from twin.teams import of_current_team
+from utilities.jsonsafe import json_safe
 
 MAX_COMPARED = 6
 #: Largest primary key a URL may name (a bigger number is not an id: 404, not a database error).

@@ -33,7 +33,6 @@ from scenarios.kinds import registry
 from scenarios.models import Run, RunArray, Scenario
 from scenarios.selectors import run_charts, run_state_brief
 from scenarios.storage import array_from_row
-from topology.fabric.jsonsafe import json_safe
 from topology.models import Design
 from twin.api.base import (
     ApiViewMixin,
@@ -47,6 +46,7 @@ from twin.api.base import (
 )
 from twin.api.parsers import YAML_PARSERS, BoundedJSONParser
 from twin.permissions import CHANGE, RUN, VIEW
+from utilities.jsonsafe import json_safe
 
 #: Most values one page of a stored array gives (``?limit=``); the default is 1,000.
 MAX_ARRAY_PAGE = 10_000

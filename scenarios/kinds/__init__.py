@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.kinds.base import Figure, RunKind, RunOutput
 from scenarios.kinds.context import RunContext
-from scenarios.sim.format.errors import preview
+from utilities.errors import preview
 
 __all__ = ["Figure", "RunContext", "RunKind", "RunOutput", "kind_choices", "registry", "run_kind"]
 

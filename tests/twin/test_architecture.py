@@ -47,7 +47,17 @@ def _imports(path: Path) -> set[str]:
 
 
 def _all_files() -> list[Path]:
-    return [p for package in MIDDLE for p in (ROOT / package).rglob("*.py") if "/migrations/" not in p.as_posix()]
+    return _code_files(*MIDDLE, "utilities")
+
+
+def _code_files(*packages: str) -> list[Path]:
+    """Every module of the packages, the pure cores included, migrations excepted."""
+    paths = (p for package in packages for p in (ROOT / package).rglob("*.py"))
+    return [p for p in paths if "/migrations/" not in p.as_posix()]
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
 
 
 def _runtime_nodes(tree: ast.AST):
@@ -75,6 +85,36 @@ def test_no_module_import_circle_in_the_middle_or_the_pure_cores():
                 graph.add_edge(name, target)
     cycles = list(nx.simple_cycles(graph))
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_topology_never_imports_scenarios():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("topology")
+        for module in _imports(path)
+        if _top(module) == "scenarios"
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_utilities_import_no_django_and_no_app():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("utilities")
+        for module in _imports(path)
+        if _top(module) in ("scenarios", "topology", "twin", "django", "rest_framework", "celery", "channels")
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_twin_api_reaches_the_bounded_loader_through_utilities_only():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("twin/api")
+        for module in _imports(path)
+        if module.startswith("scenarios.sim")
+    ]
+    assert not offenders, "\n".join(offenders)
 
 
 #: Ways of deciding who may see what that belong in twin/permissions.py only.
@@ -139,7 +179,7 @@ def test_services_reach_celery_only_through_the_queue_module():
     assert "send_task" in (ROOT / "scenarios/queue.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("package", ["scenarios", "topology", "twin"])
+@pytest.mark.parametrize("package", ["scenarios", "topology", "twin", "utilities"])
 def test_modules_stay_readable(package):
     long = [
         f"{p.relative_to(ROOT)}: {n} lines"
@@ -151,7 +191,7 @@ def test_modules_stay_readable(package):
 
 def test_no_path_of_one_machine_in_the_code():
     offenders = []
-    for folder in ("scenarios", "topology", "twin", "bench", "tests"):
+    for folder in ("scenarios", "topology", "twin", "utilities", "bench", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             if re.search(r"""["'](/work|/home|/root)/""", text):

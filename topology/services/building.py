@@ -14,13 +14,13 @@ from django.db import transaction
 
 from topology.choices import ChangeAction, FeedSide, SwitchTier
 from topology.fabric.generators import GENERATORS, generate
-from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricPlan
 from topology.fabric.specs import Catalog, CatalogError
 from topology.models import Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch, Team
 from topology.services.catalog import CATALOG_MODELS
 from topology.services.history import Change, history_record
 from twin.permissions import CHANGE, require
+from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from django.utils import timezone
 
 from topology import queue
 from topology.choices import BuildKind, BuildStatus
-from topology.fabric.jsonsafe import json_safe
 from topology.models import Design, DesignBuild, Team
 from topology.services.building import design_generate, generator_plan
 from topology.services.editing import design_fork
 from twin.permissions import CHANGE, VIEW, require
 from twin.progress import progress_clear, progress_publish
+from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
 

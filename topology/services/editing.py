@@ -14,7 +14,6 @@ from django.db import transaction
 from django.db.models import Case, Count, F, Sum, When
 
 from topology.choices import ChangeAction, FeedSide, Generator, SwitchTier
-from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricError
 from topology.models import Design, Gpu, Link, Node, PowerFeed, PowerFeedType, Rack, Switch, Team
 from topology.services.building import OnProgress, design_create_from_plan
@@ -29,6 +28,7 @@ from topology.services.history import (
 )
 from topology.signals import design_deleting, design_forked
 from twin.permissions import CHANGE, MANAGE, VIEW, require
+from utilities.jsonsafe import json_safe
 
 _PART_FIELDS = {
     Design: ("name", "description"),

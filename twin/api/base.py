@@ -105,7 +105,7 @@ def query_id(request, name: str) -> int | None:
 
 def read_upload(upload) -> bytes:
     """An uploaded YAML file's bytes, refused past the loader's size limit."""
-    from scenarios.sim.format.yamlsafe import MAX_BYTES
+    from utilities.yamlsafe import MAX_BYTES
 
     if upload.size > MAX_BYTES:
         raise DRFValidationError(

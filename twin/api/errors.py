@@ -19,7 +19,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from scenarios.sim.format.errors import clip_message
+from utilities.errors import clip_message
 
 NON_FIELD = "__all__"
 #: The most messages one response lists (a list of 20,000 bad values gives 20,000 errors).
