@@ -20,9 +20,10 @@ from scenarios import charts
 from scenarios.models import Run, Scenario
 from scenarios.services import run_delete, scenario_delete
 from scenarios.services.designs import design_export_yaml, design_import_yaml
-from topology.models import Design, Team
-from twin.permissions import CHANGE, VIEW, require, restrict
-from twin.teams import current_team
+from teams.current import current_team
+from teams.models import Team
+from teams.permissions import CHANGE, VIEW, require, restrict
+from topology.models import Design
 
 MAX_UPLOAD_BYTES = 1024 * 1024  # the bounded loader's limit: a bigger file is refused unread
 

@@ -43,9 +43,9 @@ from scenarios.services import (
     scenario_update,
 )
 from scenarios.storage import run_array
+from teams.current import of_current_team
+from teams.permissions import CHANGE, RUN, VIEW, actions_on, require, restrict
 from topology.models import Design, GpuType, ServerType
-from twin.permissions import CHANGE, RUN, VIEW, actions_on, require, restrict
-from twin.teams import of_current_team
 from utilities.jsonsafe import json_safe
 
 MAX_COMPARED = 6

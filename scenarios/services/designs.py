@@ -29,7 +29,7 @@ from django.db import transaction
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import CLUSTER_KEYS, design_cluster, field_of, is_generated, scenario_to_dict
-from twin.permissions import CHANGE, VIEW, require
+from teams.permissions import CHANGE, VIEW, require
 from utilities.errors import clip_message, preview
 
 SCHEMA_VERSION = 1
@@ -43,7 +43,7 @@ def design_export_yaml(*, design, user) -> str:
 
     Raises
     ------
-    NotFound (``twin.permissions``); ValidationError ``{"generator": ...}`` for a design built
+    NotFound (``teams.permissions``); ValidationError ``{"generator": ...}`` for a design built
     or edited by hand (no generator builds it again, so no ``cluster:`` describes it).
     """
     from topology.models import DesignChange
@@ -184,7 +184,7 @@ def design_import_yaml(*, text: str | bytes, team, user, name: str | None = None
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``); ValidationError ``{field path: "path: problem
+    NotFound, Forbidden (``teams.permissions``); ValidationError ``{field path: "path: problem
     (line N)"}`` (``yaml`` for the text itself, ``name`` for a name the team has already).
     """
     from scenarios.services.scenarios import scenario_from_yaml

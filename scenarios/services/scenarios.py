@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import design_cluster, field_of, scenario_check, scenario_to_dict
-from twin.permissions import CHANGE, require, restrict
+from teams.permissions import CHANGE, require, restrict
 from utilities.errors import clip_message
 
 
@@ -31,7 +31,7 @@ def scenario_create(
     Raises
     ------
     NotFound, Forbidden
-        The user may not see, or not change, the design (``twin.permissions``).
+        The user may not see, or not change, the design (``teams.permissions``).
     ValidationError
         ``{field path: message}`` (see the module docstring).
     """
@@ -174,7 +174,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
 def _design_for_cluster(parsed, user):
     from scenarios.sim.format.scenario import ScenarioError
     from scenarios.sim.step.model import cluster_plan
-    from topology.models import Design, Team
+    from teams.models import Team
+    from topology.models import Design
     from topology.selectors import catalog_load
     from topology.services import design_create_from_plan
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from scenarios import services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
-from twin.permissions import NotFound
+from teams.permissions import NotFound
 
 
 def test_scenario_create_saves_job_and_overrides(design, user, job):

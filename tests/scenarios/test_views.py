@@ -13,8 +13,9 @@ from scenarios.choices import RunStatus
 from scenarios.forms import ScenarioForm, default_job
 from scenarios.models import Run, Scenario
 from scenarios.services import scenario_create
+from teams.services import team_create
 from topology.fabric.generators import generate
-from topology.services import design_create_from_plan, team_create
+from topology.services import design_create_from_plan
 
 NODES = 8  # 64 H100 GPUs, a few racks: fast to save and to render
 

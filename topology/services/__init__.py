@@ -6,7 +6,7 @@
 - ``building``: save a generated plan, the one validation of generator parameters;
 - ``builds``: background saves (generator or fork) with progress;
 - ``editing``: rename, rack budgets, feeds and panels, racks of servers, fork, delete;
-- ``teams``: teams, invitations, roles, and the demo data.
+- ``demo``: the demo team and designs ``make run`` shows (teams and members: ``teams.services``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from topology.services.catalog import (
     catalog_export,
     catalog_import,
 )
+from topology.services.demo import DEMO_DESIGNS, DEMO_TEAM, demo_seed
 from topology.services.editing import (
     design_delete,
     design_fork,
@@ -54,26 +55,12 @@ from topology.services.history import (
     history_record,
     snapshot,
 )
-from topology.services.teams import (
-    DEMO_DESIGNS,
-    DEMO_PASSWORD,
-    DEMO_TEAM,
-    DEMO_USERNAME,
-    demo_seed,
-    membership_remove,
-    membership_update,
-    team_create,
-    team_invite,
-    team_start,
-)
 
 __all__ = [
     "BULK_BATCH",
     "CATALOG_MODELS",
     "DEMO_DESIGNS",
-    "DEMO_PASSWORD",
     "DEMO_TEAM",
-    "DEMO_USERNAME",
     "GENERATOR_PARAMS",
     "CatalogImportReport",
     "Change",
@@ -106,13 +93,8 @@ __all__ = [
     "generator_description",
     "generator_plan",
     "history_record",
-    "membership_remove",
-    "membership_update",
     "rack_add",
     "rack_remove",
     "rack_update",
     "snapshot",
-    "team_create",
-    "team_invite",
-    "team_start",
 ]
