@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from scenarios import charts
 from scenarios.models import Run, Scenario
+from scenarios.selectors import run_kind_label
 from scenarios.services import run_delete, scenario_delete
 from scenarios.services.designs import design_export_yaml, design_import_yaml
 from teams.current import current_team
@@ -108,7 +109,7 @@ def design_version_runs(request, pk: int):
         versions[run.design_version].append(
             {
                 "id": run.pk,
-                "label": f"#{run.pk} {run.scenario.name} ({run.kind_label}, {run.status})",
+                "label": f"#{run.pk} {run.scenario.name} ({run_kind_label(run)}, {run.status})",
                 "url": run.get_absolute_url(),
             }
         )

@@ -1,6 +1,7 @@
 """The shape of the house, checked on the code itself: who may import whom (the apps over the
-bottom ``teams`` app, ``twin`` as glue only), the one permission module, consumers that only
-read, services without Celery, modules of a readable size, no paths of one machine in the code."""
+bottom ``teams`` app, ``twin`` as glue only, models without the kind registry), the one
+permission module, consumers that only read, services without Celery, modules of a readable
+size, no paths of one machine in the code."""
 
 from __future__ import annotations
 
@@ -166,6 +167,19 @@ def test_twin_api_reaches_the_bounded_loader_through_utilities_only():
         for module in _imports(path)
         if module.startswith("scenarios.sim")
     ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_models_module_imports_the_kind_registry():
+    """A model states fields and rules about one row; labels and headlines of run kinds are
+    read through the selectors (``scenarios.selectors.run_kind_label``)."""
+    offenders = []
+    for path in _code_files(*APPS):
+        if path.name != "models.py" and "models" not in path.relative_to(ROOT).parts[1:-1]:
+            continue
+        kinds = sorted(m for m in _imports(path) if _top(m) == "scenarios" and m.split(".")[1:2] == ["kinds"])
+        if kinds:
+            offenders.append(f"{path.relative_to(ROOT)}: imports {kinds}")
     assert not offenders, "\n".join(offenders)
 
 
