@@ -31,7 +31,8 @@ from django.core.management import call_command
 call_command("migrate", verbosity=0)
 call_command("catalog", "import", verbosity=0)
 from topology.models import DesignChange, Gpu, Link
-from topology.services import design_generate, generator_plan, team_create
+from teams.services import team_create
+from topology.services import design_generate, generator_plan
 user = get_user_model().objects.create_user("bench")
 team = team_create(name="bench", users=[user])
 params = {{"server": "dgx-h100", "nodes": {nodes}}}

@@ -56,8 +56,8 @@ def seed():
 
     from scenarios.models import Run
     from scenarios.services import scenario_create
+    from teams.services import team_create
     from tests.scenarios.conftest import SMALL_JOB, make_design
-    from topology.services import team_create
 
     call_command("migrate", verbosity=0)
     call_command("catalog", "import", verbosity=0)

@@ -267,7 +267,7 @@ def status_message(run) -> dict[str, Any]:
     """The status message of a run (also what the design group receives): the same fields and
     labels as the stored state (``selectors.run_state_brief``), so a page shows the same words
     live and after a reload."""
-    from scenarios.selectors import brief_summary, summary_figures
+    from scenarios.selectors import brief_summary, run_kind_label, summary_figures
 
     return {
         "type": "status",
@@ -275,7 +275,7 @@ def status_message(run) -> dict[str, Any]:
         "design": run.scenario.design_id,
         "scenario": run.scenario_id,
         "kind": run.kind,
-        "kind_label": run.kind_label,
+        "kind_label": run_kind_label(run),
         "status": run.status,
         "status_label": run.get_status_display(),
         "progress": round(float(run.progress), 4),

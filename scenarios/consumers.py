@@ -221,8 +221,8 @@ def _allowed(what: str, pk: int, user) -> bool:
     """Whether ``user`` may see the run or design ``pk`` (a missing one and another team's look
     the same: both close with 4404)."""
     from scenarios.models import Run
+    from teams.permissions import restrict
     from topology.models import Design
-    from twin.permissions import restrict
 
     model = Run if what == "run" else Design
     return restrict(model.objects.filter(pk=pk), user, "view").exists()

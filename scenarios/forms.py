@@ -21,7 +21,7 @@ from scenarios.sim.format import power as power_spec
 from scenarios.sim.format import schema
 from scenarios.sim.format.fields import Field, Section
 from scenarios.sim.format.presets import MODEL_PRESETS
-from topology.models import Team
+from teams.models import Team
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
 #: only when one of its inputs is filled in.
@@ -324,7 +324,7 @@ class ScenarioImportForm(forms.Form):
         self.fields["design"].queryset = designs
 
     def clean(self):
-        from scenarios.sim.format.yamlsafe import MAX_BYTES
+        from utilities.yamlsafe import MAX_BYTES
 
         data = super().clean()
         upload = data.get("file")

@@ -103,26 +103,12 @@ class Run(models.Model):
         indexes = [models.Index(fields=("status", "heartbeat"), name="run_status_heartbeat")]
 
     def __str__(self) -> str:
-        return f"{self.scenario} #{self.pk} ({self.kind_label}, {self.status})"
+        # The kind's label is the registry's (scenarios.selectors.run_kind_label): a model does
+        # not import the kind registry, so it names its kind as stored, like its status.
+        return f"{self.scenario} #{self.pk} ({self.kind}, {self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("scenarios:run-detail", args=[self.pk])
-
-    @property
-    def kind_label(self) -> str:
-        """What pages call this run's kind (its registry label; the raw name if unregistered)."""
-        from scenarios.kinds import registry
-
-        kind = registry().get(self.kind)
-        return kind.label if kind is not None else self.kind
-
-    @property
-    def headline(self) -> str:
-        """The one result a list of runs shows (its kind's first figure), or "—"."""
-        from scenarios.kinds import registry
-
-        kind = registry().get(self.kind)
-        return kind.headline(self.summary or {}) if kind is not None and self.summary else "—"
 
     @property
     def design_changed_since(self) -> bool:

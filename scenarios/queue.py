@@ -14,9 +14,11 @@ RUN_MERGE = "scenarios.run_merge"
 
 
 def _app():
-    from twin.celery import app
+    # The project's Celery app (twin.celery) is the current one once Django loaded its settings;
+    # reaching it through celery keeps the apps from importing the project glue.
+    from celery import current_app
 
-    return app
+    return current_app
 
 
 def enqueue_run(run_id: int, task_id: str) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from scenarios.sim.format.errors import preview
 from scenarios.sim.format.schema import CLUSTER_WHAT_IFS, GENERATORS, SCHEMA_VERSION, TOP
+from utilities.errors import preview
 
 #: The sections of the scenario file a saved scenario keeps, each a JSON field of ``Scenario``:
 #: the file's mappings (``scenarios.sim.format.schema.TOP``) but ``cluster`` (the design is the

@@ -21,6 +21,18 @@ from scenarios.storage import run_array
 from topology.selectors import design_rack_power
 
 
+def run_kind_label(run: Run) -> str:
+    """What pages call this run's kind (its registry label; the raw name if unregistered)."""
+    kind = registry().get(run.kind)
+    return kind.label if kind is not None else run.kind
+
+
+def run_headline(run: Run) -> str:
+    """The one result a list of runs shows (its kind's first figure), or "—"."""
+    kind = registry().get(run.kind)
+    return kind.headline(run.summary or {}) if kind is not None and run.summary else "—"
+
+
 def brief_summary(kind: str, summary: dict[str, Any]) -> dict[str, Any]:
     """The few numbers of a run summary that live messages carry (the kind's live figures)."""
     spec = registry().get(kind)
@@ -103,7 +115,7 @@ def run_state_brief(*, run: Run) -> dict[str, Any]:
         "scenario": {"id": run.scenario_id, "name": run.scenario.name},
         "design": run.scenario.design_id,
         "kind": run.kind,
-        "kind_label": run.kind_label,
+        "kind_label": run_kind_label(run),
         "status": run.status,
         "status_label": run.get_status_display(),
         "progress": round(float(run.progress), 4),
@@ -333,7 +345,7 @@ def _setting_rows(runs: list[Run]) -> list[CompareRow]:
         {
             **_flat("job", r.scenario.job),
             **_flat("what_if", r.scenario.what_if),
-            "kind": r.kind_label,
+            "kind": run_kind_label(r),
             "design": r.scenario.design.name,
         }
         for r in runs

@@ -46,7 +46,7 @@ def user(db, django_user_model):
 
 @pytest.fixture
 def team(db, user):
-    from topology.services import team_create
+    from teams.services import team_create
 
     return team_create(name="Alpha", users=[user])
 
@@ -90,7 +90,7 @@ def scenario(design, user, job):
 @pytest.fixture
 def outsider(db, django_user_model):
     """A user in another team, who must not see team Alpha's designs."""
-    from topology.services import team_create
+    from teams.services import team_create
 
     bob = django_user_model.objects.create_user("bob", password="pw-bob-123")
     team_create(name="Beta", users=[bob])

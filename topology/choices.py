@@ -39,14 +39,6 @@ class FeedSide(models.IntegerChoices):
     B = 1, "B"
 
 
-class TeamRole(models.TextChoices):
-    """A member's role; what each may do is ``twin.permissions.ROLE_ACTIONS`` (nowhere else)."""
-
-    VIEWER = "viewer", "Viewer"
-    EDITOR = "editor", "Editor"
-    ADMIN = "admin", "Admin"
-
-
 class ChangeAction(models.TextChoices):
     """What one history entry of a design records."""
 

@@ -1,6 +1,6 @@
 """Forms of the design pages. They convert text to typed values; the rules (generator limits,
 budgets within feeds, unique names, versions) are the services', shown through
-``twin.forms.add_service_errors`` next to the field they name."""
+``teams.forms.add_service_errors`` next to the field they name."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import Any
 
 from django import forms
 
+from teams.models import Team
 from topology.choices import Generator
 from topology.fabric.generators import GENERATORS
-from topology.models import Design, PowerFeedType, ServerType, SwitchType, Team
+from topology.models import Design, PowerFeedType, ServerType, SwitchType
 from topology.services import GENERATOR_PARAMS
 
 #: A design name's input is as long as its column (the rule itself: ``services.design_name_check``).

@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
+from teams.models import Team
 from topology.choices import (
     BuildKind,
     BuildStatus,
@@ -25,7 +26,6 @@ from topology.choices import (
     RackKind,
     SwitchRole,
     SwitchTier,
-    TeamRole,
 )
 from topology.fabric.specs import feed_capacity_kw, server_nameplate_w
 
@@ -187,37 +187,6 @@ CATALOG_MODELS: dict[str, type[CatalogModel]] = {
     "links": LinkType,
     "feeds": PowerFeedType,
 }
-
-
-# --- Teams --------------------------------------------------------------------------------
-
-
-class Team(models.Model):
-    """A group of users who share designs."""
-
-    name = models.CharField(max_length=100, unique=True)
-    slug = models.SlugField(max_length=100, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="TeamMembership", related_name="teams")
-
-    class Meta:
-        ordering = ("name",)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class TeamMembership(models.Model):
-    """A user's membership of a team."""
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
-    role = models.CharField(max_length=16, choices=TeamRole.choices, default=TeamRole.VIEWER)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=("team", "user"), name="unique_team_member")]
-
-    def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
 
 
 # --- Designs ------------------------------------------------------------------------------
@@ -556,7 +525,7 @@ class DesignChange(models.Model):
 class DesignBuild(models.Model):
     """A design being saved in the background (from a generator, or as a fork), so that a
     16,384-GPU save shows a progress bar instead of a hung page. Live progress is on the
-    progress board (``twin.progress``) under ``task_id``."""
+    progress board (``topology.progress``) under ``task_id``."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="builds")
     user = models.ForeignKey(

@@ -8,6 +8,6 @@ DESIGN_BUILD = "topology.design_build"
 
 def enqueue_build(build_id: int, task_id: str) -> None:
     """Queue the save of a design build (called after the transaction that created it commits)."""
-    from twin.celery import app
+    from celery import current_app  # the project's app (twin.celery), without importing the glue
 
-    app.send_task(DESIGN_BUILD, args=[build_id], task_id=task_id)
+    current_app.send_task(DESIGN_BUILD, args=[build_id], task_id=task_id)

@@ -1,4 +1,4 @@
-"""App config for the project glue (management commands, system checks)."""
+"""App config for the project glue (system checks, the primary-key URL converter)."""
 
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "twin",
+    "teams",
     "topology",
     "scenarios",
 ]
@@ -80,7 +81,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "twin.context_processors.teams",
+                "teams.context_processors.teams",
             ],
         },
     },

@@ -1,2 +1,3 @@
-"""The REST API of scenarios and runs (DRF viewsets over ``scenarios.services`` and
-``scenarios.selectors``; mounted under ``/api/`` by ``twin/api/urls.py``)."""
+"""The REST API of scenarios, runs and the design file (DRF viewsets over
+``scenarios.services`` and ``scenarios.selectors``). ``urls.py`` routes them with topology's
+designs viewset under ``/api/designs/``; ``twin/api/urls.py`` includes it under ``/api/``."""

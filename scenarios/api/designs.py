@@ -14,11 +14,13 @@ from rest_framework.views import APIView
 
 from scenarios.api.serializers import id_field
 from scenarios.services.designs import design_export_yaml, design_import_yaml
+from teams.api.base import path_object, referenced
+from teams.models import Team
+from teams.permissions import CHANGE
 from topology.api.views import design_detail
-from topology.models import Design, Team
-from twin.api.base import ApiViewMixin, path_object, query_id, referenced, yaml_body, yaml_download
+from topology.models import Design
+from twin.api.base import ApiViewMixin, query_id, yaml_body, yaml_download
 from twin.api.parsers import YAML_PARSERS, BoundedJSONParser
-from twin.permissions import CHANGE
 
 
 class DesignImportSerializer(serializers.Serializer):

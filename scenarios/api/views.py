@@ -1,5 +1,5 @@
 """API views of scenarios and runs: thin doors over the same services and selectors as the
-pages, every object through ``twin.permissions`` (another team's object is a 404; a role that
+pages, every object through ``teams.permissions`` (another team's object is a 404; a role that
 may see but not act is a 403)."""
 
 from __future__ import annotations
@@ -34,20 +34,12 @@ from scenarios.models import Run, RunArray, Scenario
 from scenarios.scenario_file import SECTIONS
 from scenarios.selectors import run_charts, run_state_brief
 from scenarios.storage import array_from_row
-from topology.fabric.jsonsafe import json_safe
+from teams.api.base import TeamObjectViewSet, referenced
+from teams.permissions import CHANGE, RUN, VIEW
 from topology.models import Design
-from twin.api.base import (
-    ApiViewMixin,
-    TeamObjectViewSet,
-    query_id,
-    query_int,
-    referenced,
-    validated,
-    yaml_body,
-    yaml_download,
-)
+from twin.api.base import ApiViewMixin, query_id, query_int, validated, yaml_body, yaml_download
 from twin.api.parsers import YAML_PARSERS, BoundedJSONParser
-from twin.permissions import CHANGE, RUN, VIEW
+from utilities.jsonsafe import json_safe
 
 #: Most values one page of a stored array gives (``?limit=``); the default is 1,000.
 MAX_ARRAY_PAGE = 10_000

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from scenarios.kinds.base import Figure, RunKind, RunOutput
 from scenarios.kinds.context import RunContext
 from scenarios.metrics import DESIGN_METRICS, Metric
-from scenarios.sim.format.errors import preview
+from utilities.errors import preview
 
 __all__ = [
     "Figure",

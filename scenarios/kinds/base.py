@@ -19,7 +19,7 @@ import numpy as np
 from django import forms
 from django.core.exceptions import ValidationError
 
-from scenarios.sim.format.errors import preview
+from utilities.errors import preview
 
 if TYPE_CHECKING:
     from scenarios.metrics import Metric

@@ -27,7 +27,8 @@ from scenarios.kinds.base import (
     reject_unknown_options,
 )
 from scenarios.scenario_file import is_generated
-from scenarios.sim.format.errors import ScenarioError, preview
+from scenarios.sim.format.errors import ScenarioError
+from utilities.errors import preview
 
 #: Largest cluster a sweep point may ask for (assumed bound keeping one point under ~a minute).
 MAX_SWEEP_NODES = 32_768

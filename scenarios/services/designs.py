@@ -13,7 +13,7 @@ as it is and the web app imports it back as a new design with the same rows and 
     scenarios:
     - {version: 1, name: baseline, cluster: {...}, job: {...}, what_if: {...}}
 
-Text is read through the bounded loader (``scenarios.sim.format.yamlsafe.load_yaml``); every error names
+Text is read through the bounded loader (``utilities.yamlsafe.load_yaml``); every error names
 the field path and the line of the file it is on.
 """
 
@@ -29,8 +29,8 @@ from django.db import transaction
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import CLUSTER_KEYS, design_cluster, field_of, is_generated, scenario_to_dict
-from scenarios.sim.format.errors import clip_message, preview
-from twin.permissions import CHANGE, VIEW, require
+from teams.permissions import CHANGE, VIEW, require
+from utilities.errors import clip_message, preview
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("version", "name", "description", "cluster", "scenarios")
@@ -43,7 +43,7 @@ def design_export_yaml(*, design, user) -> str:
 
     Raises
     ------
-    NotFound (``twin.permissions``); ValidationError ``{"generator": ...}`` for a design built
+    NotFound (``teams.permissions``); ValidationError ``{"generator": ...}`` for a design built
     or edited by hand (no generator builds it again, so no ``cluster:`` describes it).
     """
     from topology.models import DesignChange
@@ -120,12 +120,12 @@ def _located(text: str, path: str, message: str) -> ValidationError:
 
 
 def _read(text: str | bytes) -> tuple[str, dict[str, Any]]:
-    from scenarios.sim.format.errors import ScenarioError
-    from scenarios.sim.format.yamlsafe import load_yaml
+    from utilities.errors import InputError
+    from utilities.yamlsafe import load_yaml
 
     try:
         data = load_yaml(text, source="yaml")
-    except ScenarioError as exc:
+    except InputError as exc:
         message = clip_message(str(exc))
         raise ValidationError({field_of(message): message}) from None
     text = text.decode("utf-8-sig") if isinstance(text, bytes) else text
@@ -184,7 +184,7 @@ def design_import_yaml(*, text: str | bytes, team, user, name: str | None = None
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``); ValidationError ``{field path: "path: problem
+    NotFound, Forbidden (``teams.permissions``); ValidationError ``{field path: "path: problem
     (line N)"}`` (``yaml`` for the text itself, ``name`` for a name the team has already).
     """
     from scenarios.services.scenarios import scenario_from_yaml

@@ -24,7 +24,7 @@ from scenarios.kinds import RunContext, RunOutput, run_kind
 from scenarios.models import Run, RunArray, RunChunk
 from scenarios.services.runs import MERGING, heartbeat_interval_s, stale_after_s
 from scenarios.storage import array_to_bytes
-from topology.fabric.jsonsafe import json_safe
+from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, RunChunk, Scenario
 from scenarios.scenario_file import saved_scenario_check
-from twin.permissions import CHANGE, RUN, require
+from teams.permissions import CHANGE, RUN, require
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def run_start(
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``), ValidationError (``{"kind": ...}``,
+    NotFound, Forbidden (``teams.permissions``), ValidationError (``{"kind": ...}``,
     ``{"options.<key>": ...}`` or the scenario's field paths when the catalog changed since it
     was saved).
     """

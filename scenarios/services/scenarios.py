@@ -11,8 +11,8 @@ from django.core.exceptions import ValidationError
 
 from scenarios.models import Scenario
 from scenarios.scenario_file import design_cluster, field_of, scenario_check, scenario_to_dict
-from scenarios.sim.format.errors import clip_message
-from twin.permissions import CHANGE, require, restrict
+from teams.permissions import CHANGE, require, restrict
+from utilities.errors import clip_message
 
 
 def scenario_create(
@@ -31,7 +31,7 @@ def scenario_create(
     Raises
     ------
     NotFound, Forbidden
-        The user may not see, or not change, the design (``twin.permissions``).
+        The user may not see, or not change, the design (``teams.permissions``).
     ValidationError
         ``{field path: message}`` (see the module docstring).
     """
@@ -121,7 +121,7 @@ def scenario_to_yaml(*, scenario: Scenario) -> str:
 def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
     """Import a scenario file (text, or the bytes of an upload).
 
-    The file goes through the bounded loader every door uses (``scenarios.sim.format.yamlsafe``: size,
+    The file goes through the bounded loader every door uses (``utilities.yamlsafe``: size,
     depth, aliases, duplicate keys, numbers and encoding checked while parsing, so one hostile
     file can neither stall the server nor echo megabytes back). With ``design`` the file's job and
     what-if are saved on that design (its ``cluster:`` is replaced by the design's; a different
@@ -134,7 +134,8 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
         The field path of the first problem (``yaml`` for the file itself), as ``scenario_create``.
     """
     from scenarios.sim.format.scenario import ScenarioError, parse_scenario
-    from scenarios.sim.format.yamlsafe import load_yaml
+    from utilities.errors import InputError
+    from utilities.yamlsafe import load_yaml
 
     if design is not None:
         require(design, user, CHANGE)
@@ -148,7 +149,7 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
         if data is None:
             raise ScenarioError("yaml: the file holds no scenario (it is empty or only comments)")
         parsed = parse_scenario(data)
-    except ScenarioError as exc:
+    except InputError as exc:  # the loader's refusal or the format's (ScenarioError is one)
         message = clip_message(str(exc))
         raise ValidationError({field_of(message): message}) from None
     what_if = dict(data.get("what_if") or {})
@@ -173,7 +174,7 @@ def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:
 def _design_for_cluster(parsed, user):
     from scenarios.sim.format.scenario import ScenarioError
     from scenarios.sim.step.model import cluster_plan
-    from topology.models import Team
+    from teams.models import Team
     from topology.selectors import catalog_load, design_free_name
     from topology.services import design_create_from_plan
 

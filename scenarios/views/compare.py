@@ -10,8 +10,8 @@ from django.shortcuts import render
 from scenarios.models import Run
 from scenarios.selectors import compare_charts, compare_rows
 from scenarios.views.doors import pk_or_404
-from twin.permissions import restrict
-from twin.teams import of_current_team
+from teams.current import of_current_team
+from teams.permissions import restrict
 
 MAX_COMPARED = 6
 

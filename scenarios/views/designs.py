@@ -17,12 +17,13 @@ from django.views.decorators.http import condition
 
 from scenarios.forms import DesignImportForm
 from scenarios.models import Run, Scenario
-from scenarios.selectors import design_floor_plan_json
+from scenarios.selectors import design_floor_plan_json, run_kind_label
 from scenarios.services.designs import design_export_yaml, design_import_yaml
 from scenarios.views.doors import design_or_404, page_of
-from topology.models import Design, Team
-from twin.permissions import CHANGE, actions_on, restrict
-from twin.teams import current_team
+from teams.current import current_team
+from teams.models import Team
+from teams.permissions import CHANGE, actions_on, restrict
+from topology.models import Design
 
 #: Rows of the design page's panel lists (they grow with use; the panel stays one screen).
 PANEL_SCENARIOS_PER_PAGE = 10
@@ -69,7 +70,7 @@ def design_version_runs(request, pk: int):
         versions[run.design_version].append(
             {
                 "id": run.pk,
-                "label": f"#{run.pk} {run.scenario.name} ({run.kind_label}, {run.status})",
+                "label": f"#{run.pk} {run.scenario.name} ({run_kind_label(run)}, {run.status})",
                 "url": run.get_absolute_url(),
             }
         )

@@ -8,8 +8,8 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from scenarios.models import Run, Scenario
+from teams.permissions import VIEW, require, restrict
 from topology.models import Design
-from twin.permissions import VIEW, require, restrict
 
 #: Largest primary key a URL may name (a bigger number is not an id: 404, not a database error).
 MAX_PK = 2**63 - 1

@@ -12,7 +12,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from scenarios.kinds import registry
 from scenarios.storage import run_array
 from scenarios.views.doors import pk_or_404, run_or_404
-from topology.fabric.jsonsafe import json_safe
+from utilities.jsonsafe import json_safe
 
 #: Largest array the binary endpoint serves (float32 values) and the frames a 2-D series is
 #: averaged down to by default (a replay slider needs no more).

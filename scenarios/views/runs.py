@@ -19,7 +19,7 @@ from scenarios.selectors import run_floor_plan_json, run_state
 from scenarios.services import run_cancel, run_delete, run_start, scenario_create
 from scenarios.views.doors import run_or_404, scenario_or_404
 from scenarios.views.scenarios import kind_forms, scenario_page
-from twin.permissions import CHANGE, RUN, actions_on, require
+from teams.permissions import CHANGE, RUN, actions_on, require
 
 
 @login_required

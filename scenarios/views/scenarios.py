@@ -26,9 +26,9 @@ from scenarios.services import (
     scenario_update,
 )
 from scenarios.views.doors import design_or_404, page_of, pk_or_404, scenario_or_404
+from teams.current import of_current_team
+from teams.permissions import CHANGE, VIEW, restrict
 from topology.models import Design, GpuType, ServerType
-from twin.permissions import CHANGE, VIEW, restrict
-from twin.teams import of_current_team
 
 #: Rows of a paged list of scenarios: lists that grow with use stay one screen.
 SCENARIOS_PER_PAGE = 50

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 def token_client(user) -> APIClient:
     """A client that authenticates as a script does: ``Authorization: Token <key>``."""
-    from twin.tokens import api_token_get_or_create
+    from teams.tokens import api_token_get_or_create
 
     client = APIClient()
     if user is not None:
@@ -18,15 +18,15 @@ def token_client(user) -> APIClient:
 
 
 def role_granting(*actions: str) -> str:
-    """The role of ``twin.permissions.ROLE_ACTIONS`` granting the fewest actions beyond ``actions``."""
-    from twin.permissions import ROLE_ACTIONS
+    """The role of ``teams.permissions.ROLE_ACTIONS`` granting the fewest actions beyond ``actions``."""
+    from teams.permissions import ROLE_ACTIONS
 
     fits = [role for role, granted in ROLE_ACTIONS.items() if set(actions) <= granted]
     return min(fits, key=lambda role: len(ROLE_ACTIONS[role]))
 
 
 def set_role(user, team, role: str) -> None:
-    from topology.models import TeamMembership
+    from teams.models import TeamMembership
 
     TeamMembership.objects.update_or_create(user=user, team=team, defaults={"role": role})
 
@@ -34,8 +34,8 @@ def set_role(user, team, role: str) -> None:
 @pytest.fixture
 def team(db, user):
     """Team Alpha, Alice with a role granting every action (whatever the default role is)."""
-    from topology.services import team_create
-    from twin.permissions import ACTIONS
+    from teams.permissions import ACTIONS
+    from teams.services import team_create
 
     alpha = team_create(name="Alpha", users=[user])
     set_role(user, alpha, role_granting(*ACTIONS))

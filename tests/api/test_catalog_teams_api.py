@@ -4,9 +4,10 @@ admins inviting, changing roles, removing)."""
 
 from __future__ import annotations
 
+from teams.models import TeamMembership
+from teams.permissions import ACTIONS, ROLE_ACTIONS, VIEW
 from tests.api.conftest import errors_of, role_granting, set_role, token_client
-from topology.models import Design, GpuType, TeamMembership
-from twin.permissions import ACTIONS, ROLE_ACTIONS, VIEW
+from topology.models import Design, GpuType
 
 
 def test_catalog_reads_for_everyone_logged_in(api, catalog_db):

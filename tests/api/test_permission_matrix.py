@@ -1,4 +1,4 @@
-"""The API's permission matrix: every principal (each role of ``twin.permissions.ROLE_ACTIONS``,
+"""The API's permission matrix: every principal (each role of ``teams.permissions.ROLE_ACTIONS``,
 a member of another team, a staff user outside the team, a superuser, anonymous) against every
 endpoint of the schema, on one object of each kind (design, scenario, run, team, catalog).
 
@@ -21,9 +21,10 @@ from django.db import transaction
 
 from scenarios.models import Run, RunArray, Scenario
 from scenarios.storage import array_to_bytes
+from teams.models import Team, TeamMembership
+from teams.permissions import ACTIONS, CHANGE, MANAGE, ROLE_ACTIONS, RUN, VIEW, restrict
 from tests.api.conftest import role_granting, set_role, token_client
-from topology.models import Design, Rack, Team, TeamMembership
-from twin.permissions import ACTIONS, CHANGE, MANAGE, ROLE_ACTIONS, RUN, VIEW, restrict
+from topology.models import Design, Rack
 
 MISSING_ID = 987654321
 OK = "ok"

@@ -40,10 +40,10 @@ def test_readme_session_imports_runs_and_reads_a_result(live_server, catalog_db,
 
     from scenarios import queue
     from scenarios.services import run_execute
+    from teams.permissions import ACTIONS
+    from teams.services import team_create
+    from teams.tokens import api_token_get_or_create
     from tests.api.conftest import role_granting, set_role
-    from topology.services import team_create
-    from twin.permissions import ACTIONS
-    from twin.tokens import api_token_get_or_create
 
     monkeypatch.setattr(queue, "enqueue_run", lambda run_id, task_id: run_execute(run_id=run_id))
     demo = get_user_model().objects.create_user("demo", password="pw-demo-1234")

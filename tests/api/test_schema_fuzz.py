@@ -44,7 +44,7 @@ def keep_the_test_connection():
 def fuzz_world(keep_the_test_connection, catalog_db, design, scenario, team, django_user_model):
     """Real objects for generated ids to land on, and a superuser's token (every door opens)."""
     from scenarios.models import Run
-    from twin.tokens import api_token_get_or_create
+    from teams.tokens import api_token_get_or_create
 
     root = django_user_model.objects.create_superuser("fuzz-root", password=None)
     run = Run.objects.create(scenario=scenario, kind="step", status="succeeded", progress=1.0)

@@ -4,7 +4,8 @@ of the one-line error each must give.
 The small files live in ``tests/corpus/scenarios/`` (written by ``python -m tests.corpus.hostile``,
 which also writes the README table); the big ones (past 16 KB) are built at run time by
 :func:`corpus_files`; :data:`IN_PROCESS_ONLY` cases are no files at all.
-``tests/sim/test_yamlsafe.py`` runs every case in process and checks the files match this module.
+``tests/utilities/test_yamlsafe.py`` runs every case in process and checks the files match this
+module.
 """
 
 from __future__ import annotations
@@ -1027,8 +1028,8 @@ CASES: list[Case] = [
     ),
 ]
 
-#: Cases checked in process only (``tests/sim/test_yamlsafe.py``), not written as corpus files:
-#: every ``manage.py simulate`` costs ~2 s of Django start-up, and the CLI test must stay under
+#: Cases checked in process only (``tests/utilities/test_yamlsafe.py``), not written as corpus
+#: files: every ``manage.py simulate`` costs ~2 s of Django start-up, and the CLI test must stay under
 #: ~90 s on 2 cores. Each repeats a kind of failure some corpus file already takes to the CLI.
 IN_PROCESS_ONLY = {
     "size-1mib-plus-1.yaml",
@@ -1133,8 +1134,8 @@ def readme() -> str:
         "`cluster: {generator: rail-optimized, server: dgx-h100, nodes: 4}`). `manage.py simulate` must",
         "refuse every file but the base with one short line and no traceback, quickly and in bounded",
         "memory (`tests/scenarios/test_hostile_corpus.py`); the loader's own tests are",
-        "`tests/sim/test_yamlsafe.py`. Files marked *generated* are past 16 KB: the tests build them at",
-        "run time. Regenerate this directory with `python -m tests.corpus.hostile` (the definitions and",
+        "`tests/utilities/test_yamlsafe.py`. Files marked *generated* are past 16 KB: the tests build them",
+        "at run time. Regenerate this directory with `python -m tests.corpus.hostile` (the definitions and",
         "expected messages live in `tests/corpus/hostile.py`, with more cases checked in process only).",
         "",
         "| file | mutation | error starts with |",

@@ -45,7 +45,8 @@ E2E_NODES = 16
 SEED = f"""
 from topology.fabric.generators import generate
 from topology.selectors import catalog_load
-from topology.services import design_create_from_plan, team_create
+from topology.services import design_create_from_plan
+from teams.services import team_create
 from django.contrib.auth import get_user_model
 user = get_user_model().objects.create_user({E2E_USER!r}, password={E2E_PASSWORD!r})
 team = team_create(name="E2E team", users=[user])

@@ -41,7 +41,7 @@ NEW_NODES = "1024"  # 8,192 GPUs: a save of a few seconds, so the progress bar i
 
 PEOPLE = f"""
 from django.contrib.auth import get_user_model
-from topology.services import team_create
+from teams.services import team_create
 User = get_user_model()
 for name in ("maria", "victor", "stranger"):
     User.objects.create_user(name, password={PASSWORD!r})

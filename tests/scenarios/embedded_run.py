@@ -23,11 +23,11 @@ from django.db import transaction  # noqa: E402
 
 
 def main() -> None:
+    from scenarios.embedded import start_embedded_worker
     from scenarios.models import Run
     from scenarios.services import run_start, scenario_create
+    from teams.services import team_create
     from tests.scenarios.conftest import SMALL_JOB, make_design
-    from topology.services import team_create
-    from twin.embedded import start_embedded_worker
 
     assert settings.EMBEDDED_MODE, "REDIS_URL must be unset"
     call_command("migrate", verbosity=0)

@@ -14,7 +14,8 @@ from scenarios.models import Scenario
 from scenarios.services import scenario_create
 from scenarios.services.designs import design_export_yaml, design_import_yaml, line_of
 from scenarios.sim.format.scenario import load_scenarios
-from topology.models import Node, Rack, Switch, TeamMembership
+from teams.models import TeamMembership
+from topology.models import Node, Rack, Switch
 
 
 @pytest.fixture

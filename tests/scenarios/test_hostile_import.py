@@ -1,7 +1,7 @@
 """The web scenario import (``/scenarios/import/``) on every hostile corpus file.
 
 Each upload must end in a 4xx page whose form errors name the field (or the file), quickly;
-never a 500. The import reads files through the bounded loader (``scenarios.sim.format.yamlsafe``);
+never a 500. The import reads files through the bounded loader (``utilities.yamlsafe``);
 should that ever regress, a file could stall or exhaust the server, so each request runs in a
 forked child under a memory and CPU ceiling (the test process and its neighbours stay safe) and
 reports back through a pipe.

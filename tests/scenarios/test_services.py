@@ -12,7 +12,7 @@ from django.utils import timezone
 from scenarios import services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
-from twin.permissions import NotFound
+from teams.permissions import NotFound
 
 
 def test_scenario_create_saves_job_and_overrides(design, user, job):
@@ -315,7 +315,7 @@ def test_runs_reap_stale_leaves_queued_chunks_and_requeues_lost_ones(scenario):
 def test_json_safe_replaces_non_finite_numbers():
     import numpy as np
 
-    from topology.fabric.jsonsafe import json_safe
+    from utilities.jsonsafe import json_safe
 
     assert json_safe({"a": float("nan"), "b": (np.float32(1.5), np.inf)}) == {
         "a": None,

@@ -17,7 +17,7 @@ from scenarios import queue, services
 from scenarios.choices import RunStatus
 from scenarios.models import Run
 from tests.scenarios.integration import Worker
-from topology.fabric.jsonsafe import json_safe
+from utilities.jsonsafe import json_safe
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -1,5 +1,6 @@
-"""The two pure cores (``scenarios.sim`` and ``topology.fabric``) load without Django, Celery,
-Channels or plotly: every module of both, walked from the packages, not listed by hand."""
+"""The two pure cores (``scenarios.sim`` and ``topology.fabric``) and the pure helpers
+(``utilities``) load without Django, Celery, Channels or plotly: every module of each, walked
+from the packages, not listed by hand."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import textwrap
 WALK = textwrap.dedent(
     """
     import importlib, pkgutil, sys
-    import scenarios.sim, topology.fabric
+    import scenarios.sim, topology.fabric, utilities
     names = []
-    for package in (scenarios.sim, topology.fabric):
+    for package in (scenarios.sim, topology.fabric, utilities):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             importlib.import_module(info.name)
             names.append(info.name)

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from topology import services
 from topology.models import Design, DesignBuild, Rack
-from twin.progress import progress_publish
+from topology.progress import progress_publish
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_the_login_page_says_how_to_get_an_account_and_shows_the_demo_only_when_
 
 @pytest.fixture
 def editor_user(django_user_model, team):
-    from topology.models import TeamMembership
+    from teams.models import TeamMembership
 
     carol = django_user_model.objects.create_user("carol")
     TeamMembership.objects.create(team=team, user=carol, role="editor")

@@ -134,7 +134,7 @@ def test_a_link_edited_in_the_admin_reaches_the_next_run(admin_client, scenario)
 
 
 def test_services_bump_the_version_and_refuse_outsiders(design, user, outsider):
-    from twin.permissions import NotFound
+    from teams.permissions import NotFound
 
     rack = _part(design, Rack)
     rack.power_budget_kw = 30.0

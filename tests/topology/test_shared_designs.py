@@ -1,5 +1,6 @@
-"""Designs as shared documents: teams and roles, edits through the design-change service, the
-history of who changed what and when, optimistic concurrency, forks, deletes, background saves."""
+"""Designs as shared documents: edits through the design-change service, the history of who
+changed what and when, optimistic concurrency, forks, deletes, background saves (teams, members
+and roles: ``tests/teams/test_services.py``)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from scenarios.models import Run
+from teams.permissions import Forbidden, NotFound
 from topology import services
 from topology.choices import Generator, RackKind, SwitchTier
 from topology.models import Design, DesignBuild, DesignChange, Node, PowerFeed, PowerFeedType, Rack, Switch
 from topology.selectors import design_plan, design_summary_now
-from twin.permissions import Forbidden, NotFound
 
 
 @pytest.fixture
 def editor(django_user_model, team):
-    from topology.models import TeamMembership
+    from teams.models import TeamMembership
 
     bob = django_user_model.objects.create_user("carol")
     TeamMembership.objects.create(team=team, user=bob, role="editor")
@@ -27,7 +28,7 @@ def editor(django_user_model, team):
 
 @pytest.fixture
 def viewer(django_user_model, team):
-    from topology.models import TeamMembership
+    from teams.models import TeamMembership
 
     vic = django_user_model.objects.create_user("victor")
     TeamMembership.objects.create(team=team, user=vic, role="viewer")
@@ -40,63 +41,6 @@ def _compute_rack(design) -> Rack:
 
 def _entries(design) -> list[DesignChange]:
     return list(DesignChange.objects.filter(design=design).order_by("version"))
-
-
-# --- teams -------------------------------------------------------------------------------------
-
-
-def test_team_invite_adds_an_existing_user_by_username_with_a_role(team, user, django_user_model):
-    django_user_model.objects.create_user("dora")
-    member = services.team_invite(team=team, username="dora", role="editor", user=user)
-    assert member.role == "editor" and member.team == team
-    with pytest.raises(ValidationError, match="username: dora is already a member of Alpha"):
-        services.team_invite(team=team, username="dora", role="viewer", user=user)
-    with pytest.raises(ValidationError, match="username: no account is called 'nobody'"):
-        services.team_invite(team=team, username="nobody", role="viewer", user=user)
-    with pytest.raises(ValidationError, match="role: must be one of viewer, editor, admin"):
-        services.team_invite(team=team, username="dora", role="owner", user=user)
-
-
-def test_only_team_admins_invite_and_a_team_keeps_an_admin(team, user, editor, viewer):
-    with pytest.raises(Forbidden):
-        services.team_invite(team=team, username="victor", role="admin", user=editor)
-    admin = team.teammembership_set.get(user=user)
-    with pytest.raises(ValidationError, match="last admin of Alpha"):
-        services.membership_update(membership=admin, role="viewer", user=user)
-    with pytest.raises(ValidationError, match="last admin of Alpha"):
-        services.membership_remove(membership=admin, user=user)
-    vic = team.teammembership_set.get(user=viewer)
-    services.membership_update(membership=vic, role="admin", user=user)
-    services.membership_update(membership=admin, role="editor", user=user)  # another admin exists now
-    services.membership_remove(membership=team.teammembership_set.get(user=editor), user=editor)  # leaving
-    assert sorted(team.teammembership_set.values_list("user__username", "role")) == [
-        ("alice", "editor"),
-        ("victor", "admin"),
-    ]
-
-
-def test_member_roles_migrate_to_editor(db):
-    """0003 turns today's ``member`` (everything allowed) into ``editor`` (view, change, run)."""
-    from importlib import import_module
-
-    from django.apps import apps
-
-    from topology.models import Team, TeamMembership
-
-    migration = import_module("topology.migrations.0003_team_roles_history")
-    team = Team.objects.create(name="Old", slug="old")
-    from django.contrib.auth import get_user_model
-
-    TeamMembership.objects.create(team=team, user=get_user_model().objects.create_user("m"), role="member")
-    migration.members_become_editors(apps, None)
-    assert TeamMembership.objects.get(team=team).role == "editor"
-
-
-def test_team_start_makes_the_creator_admin_and_never_joins_an_existing_team(db, user, team):
-    started = services.team_start(name="Gamma", user=user)
-    assert started.teammembership_set.get().role == "admin"
-    with pytest.raises(ValidationError, match="a team called 'alpha' exists already"):
-        services.team_start(name="alpha", user=user)
 
 
 # --- generating ----------------------------------------------------------------------------------
@@ -294,7 +238,7 @@ def test_racks_of_switches_and_the_last_servers_cannot_be_removed(design, user):
 
 
 def test_a_fork_copies_the_design_as_saved_with_its_scenarios_into_another_team(scenario, user, outsider):
-    from topology.models import TeamMembership
+    from teams.models import TeamMembership
 
     design = scenario.design
     rack = _compute_rack(design)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from teams.services import team_create
 from topology.fabric.generators import generate
-from topology.services import design_create_from_plan, team_create
+from topology.services import design_create_from_plan
 
 
 @pytest.fixture

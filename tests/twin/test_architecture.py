@@ -1,6 +1,7 @@
-"""The shape of the house, checked on the code itself: who may import whom, the one permission
-module, consumers that only read, services without Celery, modules of a readable size, no paths
-of one machine in the code."""
+"""The shape of the house, checked on the code itself: who may import whom (the apps over the
+bottom ``teams`` app, ``twin`` as glue only, models without the kind registry), the one
+permission module, consumers that only read, services without Celery, modules of a readable
+size, no paths of one machine in the code."""
 
 from __future__ import annotations
 
@@ -13,8 +14,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The Django middle (the pure cores have their own test: tests/sim/test_core_is_pure.py).
-MIDDLE = ("scenarios", "topology", "twin")
+MIDDLE = ("scenarios", "topology", "teams", "twin")
 PURE = ("scenarios/sim", "topology/fabric")
+#: The Django apps (``twin`` is the project glue, ``utilities`` the pure helpers).
+APPS = ("scenarios", "topology", "teams")
+#: The API framework base: modules of ``twin`` the apps may import (they import no app).
+TWIN_FRAMEWORK = (
+    "twin.api.errors",
+    "twin.api.pagination",
+    "twin.api.parsers",
+    "twin.api.schema",
+    "twin.api.filters",
+    "twin.api.base",
+)
+#: The glue: the only modules of ``twin`` that import apps (to mount their URLs and routes).
+TWIN_GLUE = ("twin/urls.py", "twin/routing.py", "twin/api/urls.py")
 
 
 def _middle_files() -> list[Path]:
@@ -47,9 +61,17 @@ def _imports(path: Path) -> set[str]:
 
 
 def _all_files() -> list[Path]:
-    return [
-        p for package in MIDDLE for p in (ROOT / package).rglob("*.py") if "/migrations/" not in p.as_posix()
-    ]
+    return _code_files(*MIDDLE, "utilities")
+
+
+def _code_files(*packages: str) -> list[Path]:
+    """Every module of the packages, the pure cores included, migrations excepted."""
+    paths = (p for package in packages for p in (ROOT / package).rglob("*.py"))
+    return [p for p in paths if "/migrations/" not in p.as_posix()]
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
 
 
 def _runtime_nodes(tree: ast.AST):
@@ -79,7 +101,89 @@ def test_no_module_import_circle_in_the_middle_or_the_pure_cores():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-#: Ways of deciding who may see what that belong in twin/permissions.py only.
+def test_no_app_imports_twin_but_the_api_framework_base():
+    """``twin`` is glue: the apps and ``utilities`` reach only its API framework base, which
+    itself imports no app."""
+    offenders = []
+    for path in _code_files(*APPS, "utilities"):
+        for module in _imports(path):
+            if _top(module) == "twin" and not module.startswith(TWIN_FRAMEWORK):
+                offenders.append(f"{path.relative_to(ROOT)}: imports {module}")
+    assert not offenders, "\n".join(offenders)
+    for name in TWIN_FRAMEWORK:
+        path = ROOT / (name.replace(".", "/") + ".py")
+        apps = sorted(m for m in _imports(path) if _top(m) in APPS)
+        assert not apps, f"{name} (the API framework base) imports {apps}"
+
+
+def test_twin_imports_apps_only_in_its_url_and_routing_glue():
+    offenders = []
+    for path in _code_files("twin"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in TWIN_GLUE:
+            continue
+        apps = sorted(m for m in _imports(path) if _top(m) in APPS)
+        if apps:
+            offenders.append(f"{relative}: imports {apps}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_teams_is_the_bottom_app():
+    """Every app may import ``teams``; ``teams`` imports no other app (only the project's API
+    framework base and ``utilities``)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("teams")
+        for module in _imports(path)
+        if _top(module) in ("scenarios", "topology")
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_topology_never_imports_scenarios():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("topology")
+        for module in _imports(path)
+        if _top(module) == "scenarios"
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_utilities_import_no_django_and_no_app():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("utilities")
+        for module in _imports(path)
+        if _top(module) in (*APPS, "twin", "django", "rest_framework", "celery", "channels")
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_twin_api_reaches_the_bounded_loader_through_utilities_only():
+    offenders = [
+        f"{path.relative_to(ROOT)}: imports {module}"
+        for path in _code_files("twin/api")
+        for module in _imports(path)
+        if module.startswith("scenarios.sim")
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_models_module_imports_the_kind_registry():
+    """A model states fields and rules about one row; labels and headlines of run kinds are
+    read through the selectors (``scenarios.selectors.run_kind_label``)."""
+    offenders = []
+    for path in _code_files(*APPS):
+        if path.name != "models.py" and "models" not in path.relative_to(ROOT).parts[1:-1]:
+            continue
+        kinds = sorted(m for m in _imports(path) if _top(m) == "scenarios" and m.split(".")[1:2] == ["kinds"])
+        if kinds:
+            offenders.append(f"{path.relative_to(ROOT)}: imports {kinds}")
+    assert not offenders, "\n".join(offenders)
+
+
+#: Ways of deciding who may see what that belong in teams/permissions.py only.
 VISIBILITY_PATTERNS = re.compile(
     r"visible_to|team__members|user\.teams|\.memberships|TeamMembership\.objects\.filter\(user|is_superuser"
 )
@@ -89,7 +193,7 @@ def test_visibility_is_decided_only_by_the_permission_module():
     offenders = []
     for path in _middle_files():
         relative = path.relative_to(ROOT).as_posix()
-        if relative == "twin/permissions.py":
+        if relative == "teams/permissions.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if VISIBILITY_PATTERNS.search(line):
@@ -118,19 +222,21 @@ def test_every_view_consumer_and_service_reaching_an_object_goes_through_the_per
         "topology/services/building.py",
         "topology/services/builds.py",
         "topology/services/editing.py",
-        "topology/services/teams.py",
+        "teams/services.py",
+        "teams/admin.py",
         "topology/admin.py",
-        "twin/views.py",
-        "twin/teams.py",
-        "twin/api/base.py",
+        "teams/views.py",
+        "teams/current.py",
+        "teams/api/base.py",
+        "teams/api/views.py",
         "scenarios/api/views.py",
         "scenarios/api/designs.py",
         "topology/api/views.py",
     ]
     for relative in doors:
         text = (ROOT / relative).read_text(encoding="utf-8")
-        assert "twin.permissions" in text or ".views.doors import" in text, (
-            f"{relative} does not use twin.permissions"
+        assert "teams.permissions" in text or ".views.doors import" in text, (
+            f"{relative} does not use teams.permissions"
         )
 
 
@@ -148,7 +254,7 @@ def test_services_reach_celery_only_through_the_queue_module():
     assert "send_task" in (ROOT / "scenarios/queue.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("package", ["scenarios", "topology", "twin"])
+@pytest.mark.parametrize("package", ["scenarios", "topology", "teams", "twin", "utilities"])
 def test_modules_stay_readable(package):
     long = [
         f"{p.relative_to(ROOT)}: {n} lines"
@@ -160,7 +266,7 @@ def test_modules_stay_readable(package):
 
 def test_no_path_of_one_machine_in_the_code():
     offenders = []
-    for folder in ("scenarios", "topology", "twin", "bench", "tests"):
+    for folder in ("scenarios", "topology", "teams", "twin", "utilities", "bench", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             if re.search(r"""["'](/work|/home|/root)/""", text):

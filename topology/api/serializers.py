@@ -7,7 +7,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from topology.choices import Generator, RackKind
-from topology.models import Design, Rack, Team, TeamMembership
+from topology.models import Design, Rack
 
 MAX_PK = 2**63 - 1
 
@@ -104,31 +104,6 @@ class RackUpdateSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=0, max_value=MAX_PK)
     name = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
     power_budget_kw = serializers.FloatField(required=False)
-
-
-class TeamSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Team
-        fields = ("id", "name", "slug")
-        read_only_fields = fields
-
-
-class MembershipSerializer(serializers.ModelSerializer):
-    username = serializers.CharField(source="user.username", read_only=True)
-
-    class Meta:
-        model = TeamMembership
-        fields = ("id", "team", "username", "role")
-        read_only_fields = fields
-
-
-class InviteSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
-    role = serializers.CharField(max_length=16, help_text="a role of twin.permissions.ROLE_ACTIONS")
-
-
-class RoleSerializer(serializers.Serializer):
-    role = serializers.CharField(max_length=16, help_text="a role of twin.permissions.ROLE_ACTIONS")
 
 
 class CatalogSerializer(serializers.Serializer):

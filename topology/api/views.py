@@ -1,5 +1,5 @@
-"""API views of designs, racks, the hardware catalog and teams: thin doors over the same
-services as the pages and the admin, every object through ``twin.permissions`` (another team's
+"""API views of designs, racks and the hardware catalog: thin doors over the same
+services as the pages and the admin, every object through ``teams.permissions`` (another team's
 object is a 404; a role that may see but not act is a 403; the catalog is read by everyone
 logged in and changed by staff)."""
 
@@ -19,6 +19,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from teams.api.base import TeamObjectViewSet, referenced
+from teams.models import Team
+from teams.permissions import CHANGE, MANAGE, VIEW, require_catalog
 from topology import services
 from topology.api.serializers import (
     CatalogSerializer,
@@ -27,21 +30,16 @@ from topology.api.serializers import (
     DesignForkSerializer,
     DesignSerializer,
     DesignUpdateSerializer,
-    InviteSerializer,
-    MembershipSerializer,
     RackSerializer,
     RackUpdateSerializer,
-    RoleSerializer,
-    TeamSerializer,
 )
 from topology.choices import Generator
 from topology.fabric.specs import SPEC_TYPES
-from topology.models import Design, Rack, Team, TeamMembership
+from topology.models import Design, Rack
 from topology.selectors import catalog_load, design_counts
-from twin.api.base import ApiViewMixin, TeamObjectViewSet, referenced, validated
+from twin.api.base import ApiViewMixin, validated
 from twin.api.errors import rekeyed
 from twin.api.filters import IdFilter
-from twin.permissions import CHANGE, MANAGE, VIEW, require_catalog, restrict
 
 # --- designs ---------------------------------------------------------------------------------
 
@@ -261,54 +259,3 @@ class CatalogEntryView(ApiViewMixin, APIView):
             raise DjangoValidationError({"body": "body: must be a mapping of fields"})
         changed = {**entry, **{k: v for k, v in request.data.items() if k != "slug"}}
         return Response(_catalog_save(kind, changed, update=True))
-
-
-# --- teams -----------------------------------------------------------------------------------
-
-
-@extend_schema(tags=["teams"])
-class TeamViewSet(mixins.ListModelMixin, TeamObjectViewSet):
-    """Your teams and their members; admins invite, change roles and remove members."""
-
-    model = Team
-    serializer_class = TeamSerializer
-
-    def retrieve(self, request, pk=None):
-        return Response(TeamSerializer(self.get_object()).data)
-
-    @extend_schema(methods=["get"], responses={200: MembershipSerializer(many=True)})
-    @extend_schema(methods=["post"], request=InviteSerializer, responses={201: MembershipSerializer})
-    @action(detail=True, methods=["get", "post"])
-    def members(self, request, pk=None):
-        """The team's members (GET); invite a user with a role (POST, team admins)."""
-        if request.method == "GET":
-            team = self.get_object(VIEW)
-            members = restrict(TeamMembership.objects, request.user, VIEW).filter(team=team)
-            page = self.paginate_queryset(members.select_related("user").order_by("pk"))
-            return self.get_paginated_response(MembershipSerializer(page, many=True).data)
-        team = self.get_object(MANAGE)
-        data = validated(InviteSerializer, request.data)
-        membership = services.team_invite(
-            team=team, username=data["username"], role=data["role"], user=request.user
-        )
-        return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(methods=["patch"], request=RoleSerializer, responses={200: MembershipSerializer})
-    @extend_schema(methods=["delete"], responses={204: None})
-    @extend_schema(parameters=[OpenApiParameter("member", int, OpenApiParameter.PATH)])
-    @action(detail=True, methods=["patch", "delete"], url_path=r"members/(?P<member>[0-9]{1,18})")
-    def member(self, request, pk=None, member=None):
-        """Change a member's role (PATCH, team admins) or remove them (DELETE: team admins, or
-        the member leaving); a team keeps at least one admin."""
-        team = self.get_object(VIEW)
-        membership = (
-            restrict(TeamMembership.objects, request.user, VIEW).filter(team=team, pk=int(member)).first()
-        )
-        if membership is None:
-            raise NotFound(f"member {member}: not found")
-        if request.method == "DELETE":
-            services.membership_remove(membership=membership, user=request.user)
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        data = validated(RoleSerializer, request.data)
-        membership = services.membership_update(membership=membership, role=data["role"], user=request.user)
-        return Response(MembershipSerializer(membership).data)

@@ -7,7 +7,7 @@
   rule of design names (``design_name_check``; ``selectors.design_free_name`` picks a free one);
 - ``builds``: background saves (generator or fork) with progress;
 - ``editing``: rename, rack budgets, feeds and panels, racks of servers, fork, delete;
-- ``teams``: teams, invitations, roles, and the demo data.
+- ``demo``: the demo team and designs ``make run`` shows (teams and members: ``teams.services``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from topology.services.catalog import (
     catalog_export,
     catalog_import,
 )
+from topology.services.demo import DEMO_DESIGNS, DEMO_TEAM, demo_seed
 from topology.services.editing import (
     design_delete,
     design_fork,
@@ -56,26 +57,12 @@ from topology.services.history import (
     history_record,
     snapshot,
 )
-from topology.services.teams import (
-    DEMO_DESIGNS,
-    DEMO_PASSWORD,
-    DEMO_TEAM,
-    DEMO_USERNAME,
-    demo_seed,
-    membership_remove,
-    membership_update,
-    team_create,
-    team_invite,
-    team_start,
-)
 
 __all__ = [
     "BULK_BATCH",
     "CATALOG_MODELS",
     "DEMO_DESIGNS",
-    "DEMO_PASSWORD",
     "DEMO_TEAM",
-    "DEMO_USERNAME",
     "GENERATOR_PARAMS",
     "CatalogImportReport",
     "Change",
@@ -109,13 +96,8 @@ __all__ = [
     "generator_description",
     "generator_plan",
     "history_record",
-    "membership_remove",
-    "membership_update",
     "rack_add",
     "rack_remove",
     "rack_update",
     "snapshot",
-    "team_create",
-    "team_invite",
-    "team_start",
 ]

@@ -11,14 +11,15 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from teams.models import Team
+from teams.permissions import CHANGE, require
 from topology.choices import ChangeAction, FeedSide, SwitchTier
 from topology.fabric.generators import GENERATORS, generate
-from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricPlan
 from topology.fabric.specs import Catalog, CatalogError
-from topology.models import CATALOG_MODELS, Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch, Team
+from topology.models import CATALOG_MODELS, Design, Gpu, Hall, Link, Node, PowerFeed, Rack, Switch
 from topology.services.history import Change, history_record
-from twin.permissions import CHANGE, require
+from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
 
@@ -359,7 +360,7 @@ def design_generate(
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``), ValidationError (``{parameter: message}``, ``name``)
+    NotFound, Forbidden (``teams.permissions``), ValidationError (``{parameter: message}``, ``name``)
     """
     require(team, user, CHANGE)
     plan = generator_plan(generator=generator, params=params)

@@ -15,14 +15,15 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
+from teams.models import Team
+from teams.permissions import CHANGE, VIEW, require
 from topology import queue
 from topology.choices import BuildKind, BuildStatus
-from topology.fabric.jsonsafe import json_safe
-from topology.models import Design, DesignBuild, Team
+from topology.models import Design, DesignBuild
+from topology.progress import progress_clear, progress_publish
 from topology.services.building import design_generate, design_name_check, generator_plan
 from topology.services.editing import design_fork
-from twin.permissions import CHANGE, VIEW, require
-from twin.progress import progress_clear, progress_publish
+from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Case, Count, F, Sum, When
 
+from teams.models import Team
+from teams.permissions import CHANGE, MANAGE, VIEW, require
 from topology.choices import ChangeAction, FeedSide, Generator, SwitchTier
-from topology.fabric.jsonsafe import json_safe
 from topology.fabric.plan import FabricError
-from topology.models import Design, Gpu, Link, Node, PowerFeed, PowerFeedType, Rack, Switch, Team
+from topology.models import Design, Gpu, Link, Node, PowerFeed, PowerFeedType, Rack, Switch
 from topology.services.building import OnProgress, design_create_from_plan, design_name_check
 from topology.services.history import (
     Change,
@@ -28,7 +29,7 @@ from topology.services.history import (
     snapshot,
 )
 from topology.signals import design_deleting, design_forked
-from twin.permissions import CHANGE, MANAGE, VIEW, require
+from utilities.jsonsafe import json_safe
 
 _PART_FIELDS = {
     Design: ("name", "description"),
@@ -52,7 +53,7 @@ def design_part_save(*, part, user) -> Any:
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``), ValidationError
+    NotFound, Forbidden (``teams.permissions``), ValidationError
     """
     design = design_of(part)
     require(design, user, CHANGE)

@@ -43,7 +43,7 @@ class DesignConflict(ValidationError):
     """The design changed since the form was opened: nothing was saved (optimistic concurrency)."""
 
     def __init__(self, message: str, *, current_version: int, changed_by: str, changed_at):
-        super().__init__(message, code="conflict")
+        super().__init__(message, code="conflict")  # the API answers this code 409 (twin.api.errors)
         self.current_version = current_version
         self.changed_by = changed_by
         self.changed_at = changed_at

@@ -20,16 +20,17 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
+from teams.current import current_team, of_current_team
+from teams.forms import add_service_errors
+from teams.models import Team
+from teams.permissions import CHANGE, MANAGE, actions_on, restrict
 from topology import services
 from topology.caches import design_key
 from topology.choices import BuildKind, LinkTier, RackKind
 from topology.forms import DesignEditForm, ForkForm
-from topology.models import Design, DesignChange, Link, Rack, Team
+from topology.models import Design, DesignChange, Link, Rack
 from topology.selectors import design_floor_plan, design_fork_name, design_rack_power
 from topology.views.doors import design_or_404, rack_of, versioned_save
-from twin.forms import add_service_errors
-from twin.permissions import CHANGE, MANAGE, actions_on, restrict
-from twin.teams import current_team, of_current_team
 
 TILE_PX = 14
 PEERS_SHOWN = 4

@@ -10,10 +10,10 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from teams.forms import add_service_errors
+from teams.permissions import VIEW, require, restrict
 from topology import services
 from topology.models import Design, PowerFeed, Rack
-from twin.forms import add_service_errors
-from twin.permissions import VIEW, require, restrict
 
 #: Largest primary key a URL may name.
 MAX_PK = 2**63 - 1

@@ -12,16 +12,17 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from teams.current import current_team
+from teams.forms import add_service_errors
+from teams.models import Team
+from teams.permissions import CHANGE, VIEW, restrict
 from topology import services
 from topology.choices import BuildKind, BuildStatus
 from topology.forms import DesignNewForm, GeneratorForm
-from topology.models import DesignBuild, Team
+from topology.models import DesignBuild
+from topology.progress import progress_read
 from topology.selectors import plan_floor_plan
 from topology.views.designs import TILE_PX
-from twin.forms import add_service_errors
-from twin.permissions import CHANGE, VIEW, restrict
-from twin.progress import progress_read
-from twin.teams import current_team
 
 
 def _teams(user):

@@ -13,13 +13,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from teams.permissions import CHANGE, actions_on
 from topology import services
 from topology.choices import FeedSide, RackKind
 from topology.forms import FeedEditForm, RackEditForm, VersionedForm
 from topology.models import PowerFeed, Rack
 from topology.selectors import design_rack_power
 from topology.views.doors import design_or_404, feed_of, rack_of, versioned_save
-from twin.permissions import CHANGE, actions_on
 
 PER_PAGE = 100
 

@@ -1,3 +1,4 @@
-"""The REST API's shared door: error shape, bounded parsers, base views, pagination, schema
-hooks and the URL table that mounts ``scenarios/api`` and ``topology/api`` under ``/api/``
-(``docs/api.md``)."""
+"""The REST API's framework base: error shape, bounded parsers, base views, pagination, filters,
+schema hooks, and the URL table that mounts every app's API routes (``scenarios/api``,
+``topology/api``, ``teams/api``) under ``/api/`` (``docs/api.md``). Only ``urls.py`` imports an
+app; the rest is shared by the apps' API modules."""

@@ -1,18 +1,16 @@
-"""What every API view shares: the body-size limit checked before anything is parsed, object
-lookup through the permission module (another team's object is a 404), and small helpers."""
+"""What every API view shares: the body-size limit checked before anything is parsed, bounded
+query parameters, YAML bodies and downloads. Object lookup through the permission module (another
+team's object is a 404) is ``teams.api.base``; this module imports no app."""
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.utils.text import slugify
-from rest_framework import serializers, viewsets
-from rest_framework.exceptions import NotFound
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError as DRFValidationError
 
 from twin.api.errors import PayloadTooLarge
-from twin.permissions import VIEW, require, restrict
 
 #: Primary keys in API paths: 1 to 18 digits (a bigger number cannot be a key: 404).
 PK_PATTERN = "[0-9]{1,18}"
@@ -36,48 +34,6 @@ class ApiViewMixin:
     def initial(self, request, *args, **kwargs):
         check_body_size(request)
         super().initial(request, *args, **kwargs)
-
-
-class TeamObjectViewSet(ApiViewMixin, viewsets.GenericViewSet):
-    """A viewset of team-owned rows: lists hold what the user may view; one object is looked up
-    among those (404 otherwise) and ``require``-d for the action the request needs."""
-
-    lookup_value_regex = PK_PATTERN
-    model = None  # set by subclasses
-
-    def base_queryset(self):
-        return self.model.objects.all()
-
-    def get_queryset(self):
-        return restrict(self.base_queryset(), self.request.user, VIEW)
-
-    def get_object(self, action: str = VIEW):
-        value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
-        obj = self.get_queryset().filter(pk=int(value)).first()
-        if obj is None:
-            raise NotFound(f"{self.model._meta.verbose_name} {value}: not found")
-        return require(obj, self.request.user, action)
-
-
-def referenced(model, user, pk: int, *, field: str, action: str = VIEW):
-    """The ``model`` row an id in a request body names (``{"scenario": 7}``), ``require``-d for
-    ``action`` (403 when the role does not allow it).
-
-    Raises ValidationError ``{field: "<field>: ... not found"}`` when the user may not see it:
-    another team's id reads exactly like one that does not exist.
-    """
-    obj = restrict(model.objects.all(), user, VIEW).filter(pk=pk).first()
-    if obj is None:
-        raise ValidationError({field: f"{field}: {model._meta.verbose_name} {pk} not found"})
-    return require(obj, user, action)
-
-
-def path_object(model, user, pk, action: str = VIEW):
-    """The row a URL names, through the permission module (404 for another team's)."""
-    obj = restrict(model.objects.all(), user, VIEW).filter(pk=int(pk)).first()
-    if obj is None:
-        raise NotFound(f"{model._meta.verbose_name} {pk}: not found")
-    return require(obj, user, action)
 
 
 def validated(serializer_class, data) -> dict:
@@ -105,7 +61,7 @@ def query_id(request, name: str) -> int | None:
 
 def read_upload(upload) -> bytes:
     """An uploaded YAML file's bytes, refused past the loader's size limit."""
-    from scenarios.sim.format.yamlsafe import MAX_BYTES
+    from utilities.yamlsafe import MAX_BYTES
 
     if upload.size > MAX_BYTES:
         raise DRFValidationError(

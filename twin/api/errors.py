@@ -19,9 +19,11 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from scenarios.sim.format.errors import clip_message
+from utilities.errors import clip_message
 
 NON_FIELD = "__all__"
+#: The code of a service ``ValidationError`` refusing a stale version (answered 409).
+CONFLICT_CODE = "conflict"
 #: The most messages one response lists (a list of 20,000 bad values gives 20,000 errors).
 MAX_MESSAGES = 50
 
@@ -82,9 +84,9 @@ def error_response(errors: dict[str, list[str]], status_code: int, headers=None)
 
 
 def _is_conflict(error: ValidationError) -> bool:
-    from topology.services import DesignConflict
-
-    return isinstance(error, DesignConflict)
+    """A service's refusal of a stale version (topology's ``DesignConflict``): its code says so,
+    so this module imports no app."""
+    return getattr(error, "code", None) == CONFLICT_CODE
 
 
 def api_exception_handler(exc, context):

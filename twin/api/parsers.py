@@ -1,4 +1,4 @@
-"""Request body parsers with the limits of the scenario format (``scenarios.sim.format.yamlsafe``).
+"""Request body parsers with the limits of the scenario format's bounded loader (``utilities.yamlsafe``).
 
 JSON gets the same bounds as YAML: strict UTF-8, no NaN/Infinity, no duplicate keys, at most 64
 levels deep and 20,000 values, strings of at most 10,000 characters (keys 256; a top-level
@@ -16,8 +16,8 @@ from typing import Any
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from scenarios.sim.format.errors import preview
-from scenarios.sim.format.yamlsafe import (
+from utilities.errors import preview
+from utilities.yamlsafe import (
     INT_LIMIT,
     MAX_BYTES,
     MAX_DEPTH,

@@ -18,9 +18,9 @@ from scenarios.sim import (
     predict,
     search_layouts,
 )
-from scenarios.sim.format.errors import clip_message
 from topology.fabric.specs import CatalogError
 from topology.selectors import catalog_load
+from utilities.errors import clip_message
 
 
 class Command(BaseCommand):

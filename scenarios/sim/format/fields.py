@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scenarios.sim.format.errors import ScenarioError, preview
+from scenarios.sim.format.errors import ScenarioError
+from utilities.errors import preview
 
 Kind = Literal["int", "float", "choice", "bool", "slug", "indices", "text"]
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.format.errors import ScenarioError, preview
+from scenarios.sim.format.errors import ScenarioError
 from scenarios.sim.format.fields import Field, Section
+from utilities.errors import preview
 
 __all__ = [
     "EVENT_KINDS",

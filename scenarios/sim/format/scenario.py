@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from scenarios.sim.format.errors import ScenarioError, clip_message, preview
+from scenarios.sim.format.errors import ScenarioError
 from scenarios.sim.format.failures import FailureSpec, parse_failures
 from scenarios.sim.format.fields import Field
 from scenarios.sim.format.frameworks import FRAMEWORKS, default_framework
@@ -38,10 +38,11 @@ from scenarios.sim.format.schema import (  # noqa: F401  (the format's names, re
     TOP,
     WHAT_IF,
 )
-from scenarios.sim.format.yamlsafe import load_yaml_file
 from scenarios.sim.placement import eligible_node_count, job_gpus
 from topology.fabric.generators import check_buildable
 from topology.fabric.plan import FabricError
+from utilities.errors import InputError, clip_message, preview
+from utilities.yamlsafe import load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -474,7 +475,10 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     The file goes through the bounded loader (``yamlsafe``: size, depth, aliases, duplicate
     keys, numbers), so any input ends in one short :class:`ScenarioError` line.
     """
-    data = load_yaml_file(path)
+    try:
+        data = load_yaml_file(path)
+    except InputError as exc:  # the loader's refusal, as the format's one error type
+        raise ScenarioError(str(exc)) from None
     if data is None:
         raise ScenarioError("file: empty (expected a scenario mapping)")
     try:

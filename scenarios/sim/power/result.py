@@ -12,6 +12,7 @@ from scenarios.sim.format.power import PowerSpec
 from scenarios.sim.power.feeds import LossCases, loss_cases, rack_max_of_feeds, signature_stats
 from scenarios.sim.power.inputs import PowerInputs
 from scenarios.sim.power.series import block_mean
+from utilities.jsonsafe import json_safe
 
 __all__ = ["MAX_LISTED", "PowerResult", "entity_arrays", "feeds_over_limit", "racks_over_budget"]
 
@@ -92,8 +93,8 @@ class PowerResult:
                 {"hall": h, "peak_mw": float(row.max()), "mean_mw": float(row.mean())}
                 for h, row in enumerate(self.hall_mw)
             ],
-            "feeds_over_limit": _plain(self.feeds_over_limit[:MAX_LISTED]),
-            "racks_over_budget": _plain(self.racks_over_budget[:MAX_LISTED]),
+            "feeds_over_limit": json_safe(self.feeds_over_limit[:MAX_LISTED]),
+            "racks_over_budget": json_safe(self.racks_over_budget[:MAX_LISTED]),
             "counts": dict(self.counts),
             "max_feed_utilisation": _max(self.feed_arrays["feed_utilisation"]),
             "max_feed_side_loss_utilisation": _max(self.feed_arrays["feed_side_loss_utilisation"]),
@@ -102,15 +103,15 @@ class PowerResult:
             "events": [
                 {"kind": e.kind, "at_s": e.at_s, "duration_s": e.duration_s} for e in self.spec.events
             ],
-            "facility": _plain(self.facility),
-            "baseline": _plain(self.baseline),
-            "mitigations": _plain(self.mitigations),
-            "storage": _plain(self.storage),
-            "coarse": _plain(self.coarse),
+            "facility": json_safe(self.facility),
+            "baseline": json_safe(self.baseline),
+            "mitigations": json_safe(self.mitigations),
+            "storage": json_safe(self.storage),
+            "coarse": json_safe(self.coarse),
         }
         if arrays:
             for group in (self.rack_arrays, self.feed_arrays, self.panel_arrays):
-                out.update({name: _plain(_rounded(values)) for name, values in group.items()})
+                out.update({name: json_safe(_rounded(values)) for name, values in group.items()})
         return out
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -136,18 +137,6 @@ def _rounded(values: np.ndarray) -> np.ndarray:
 
 def _max(values: np.ndarray) -> float:
     return float(np.max(values, initial=0.0))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def _seconds(index: np.ndarray, dt_s: float) -> np.ndarray:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from scenarios.sim.step.pipeline import StageTimeline
+from utilities.jsonsafe import json_safe
 
 __all__ = ["BREAKDOWN_KEYS", "MEMORY_KEYS", "OVERLAP_KEYS", "StepResult"]
 
@@ -111,7 +111,7 @@ class StepResult:
             "time_to_train_days": self.time_to_train_days,
             "gpus": self.gpus,
             "max_link_utilization": float(self.link_utilization.max(initial=0.0)),
-            "details": _plain(self.details),
+            "details": json_safe(self.details),
         }
 
     def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
@@ -129,17 +129,3 @@ class StepResult:
 
 def _rounded(values: np.ndarray) -> list[float]:
     return np.round(np.asarray(values, dtype=float), 6).tolist()
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # strict JSON has no Infinity/NaN (e.g. bandwidth of a one-member group)
-    return value

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from teams.services import DEMO_PASSWORD, DEMO_USERNAME
 from topology.selectors import catalog_load
-from topology.services import DEMO_PASSWORD, DEMO_USERNAME, demo_seed
+from topology.services import demo_seed
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from teams.models import Team
 from topology.fabric.generators import GENERATORS
-from topology.models import Team
 from topology.services import DEMO_TEAM, design_create_from_plan, generator_plan
 
 

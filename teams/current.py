@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from twin.permissions import VIEW, require, restrict
+from teams.models import Team
+from teams.permissions import VIEW, require, restrict
 
 SESSION_KEY = "twin_team"
 
 
 def user_teams(user) -> QuerySet:
     """The teams ``user`` may see (their teams; every team for a superuser)."""
-    from topology.models import Team
-
     return restrict(Team.objects.all(), user, VIEW).order_by("name")
 
 

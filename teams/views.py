@@ -1,6 +1,6 @@
 """Pages of accounts and teams: log in (saying how to get an account), the user's teams, one
 team's members (admins invite by username, change roles, remove), and the team switcher.
-Thin doors: forms in, ``topology.services`` out, every object through the permission module."""
+Thin doors: forms in, ``teams.services`` out, every object through the permission module."""
 
 from __future__ import annotations
 
@@ -11,16 +11,15 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from topology import services
-from topology.models import Team, TeamMembership
-from twin.forms import InviteForm, RoleForm, TeamStartForm, TeamSwitchForm, add_service_errors
-from twin.permissions import MANAGE, VIEW, actions_on, require, restrict, team_roles
-from twin.teams import team_switch, user_teams
+from teams import services
+from teams.current import team_switch, user_teams
+from teams.forms import InviteForm, RoleForm, TeamStartForm, TeamSwitchForm, add_service_errors
+from teams.models import Team, TeamMembership
+from teams.permissions import MANAGE, VIEW, actions_on, require, restrict, team_roles
 
 
 class LoginView(auth_views.LoginView):
@@ -164,14 +163,14 @@ def team_switch_view(request):
     if not url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
-        back = reverse("topology:design-list")
+        back = resolve_url(settings.LOGIN_REDIRECT_URL)
     return HttpResponseRedirect(back)
 
 
 @login_required
 def account(request):
     """The user's account page: their API token for scripts (create it, or replace it)."""
-    from twin.tokens import api_token_get_or_create, api_token_of, api_token_regenerate
+    from teams.tokens import api_token_get_or_create, api_token_of, api_token_regenerate
 
     if request.method == "POST":
         if request.POST.get("action") == "regenerate":

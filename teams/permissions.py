@@ -18,12 +18,14 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import Http404
 
+from teams.models import TeamMembership
+
 VIEW, CHANGE, RUN, MANAGE = "view", "change", "run", "manage"
 #: ``view`` reads; ``change`` edits designs and scenarios; ``run`` starts and cancels runs;
 #: ``manage`` administers a team (members, invitations, deletion).
 ACTIONS = (VIEW, CHANGE, RUN, MANAGE)
 
-#: Actions each membership role grants (``topology.choices.TeamRole`` values): the only place
+#: Actions each membership role grants (``teams.choices.TeamRole`` values): the only place
 #: a role means something. Viewers read; editors also change designs and scenarios and start
 #: runs; admins also manage the team (members, invitations) and delete designs.
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
@@ -34,8 +36,8 @@ ROLE_ACTIONS: dict[str, frozenset[str]] = {
 
 #: ORM path from each model (``app_label.model_name``) to its team's primary key.
 TEAM_PATHS = {
-    "topology.team": "pk",
-    "topology.teammembership": "team",
+    "teams.team": "pk",
+    "teams.teammembership": "team",
     "topology.design": "team",
     "topology.hall": "design__team",
     "topology.rack": "hall__design__team",
@@ -70,7 +72,7 @@ def _team_path(model: type[Model]) -> str:
     try:
         return TEAM_PATHS[label]
     except KeyError:
-        raise ValueError(f"{label}: no team path is declared in twin.permissions.TEAM_PATHS") from None
+        raise ValueError(f"{label}: no team path is declared in teams.permissions.TEAM_PATHS") from None
 
 
 def _roles_allowing(action: str) -> list[str]:
@@ -79,8 +81,6 @@ def _roles_allowing(action: str) -> list[str]:
 
 def teams_allowing(user, action: str) -> QuerySet:
     """Primary keys of the teams in which ``user`` may perform ``action`` (a subquery)."""
-    from topology.models import TeamMembership
-
     _check_action(action)
     return TeamMembership.objects.filter(user=user, role__in=_roles_allowing(action)).values("team")
 
@@ -108,8 +108,6 @@ def allows(obj: Model, user, action: str = VIEW) -> bool:
 
 def team_roles(user) -> dict[int, str]:
     """``{team pk: role}`` of the user's memberships (the teams page shows each role)."""
-    from topology.models import TeamMembership
-
     if user is None or not user.is_authenticated:
         return {}
     return dict(TeamMembership.objects.filter(user=user).values_list("team", "role"))
@@ -117,8 +115,6 @@ def team_roles(user) -> dict[int, str]:
 
 def actions_on(obj: Model, user) -> frozenset[str]:
     """Every action ``user`` may perform on ``obj`` (one query; pages show only what is allowed)."""
-    from topology.models import TeamMembership
-
     if user is None or not user.is_authenticated:
         return frozenset()
     if user.is_superuser:

@@ -1,6 +1,7 @@
-"""Bounded YAML loading: the one reader of scenario text for every door (CLI, web, API, tests).
+"""Bounded YAML loading: the one reader of untrusted YAML for every door (CLI, web, API, tests):
+scenario files, design files and the API's YAML bodies.
 
-Scenario files come from users, and ``yaml.safe_load`` trusts its input: aliases expand a
+Those files come from users, and ``yaml.safe_load`` trusts its input: aliases expand a
 0.8 KB file to gigabytes, deep nesting overflows the recursion limit, duplicate keys pass
 silently (the last wins), ``.nan``, ``1e400`` and 5,000-digit integers reach the validators,
 and errors may echo a whole value. :func:`load_yaml` checks the bytes (size, UTF-8, control
@@ -10,10 +11,10 @@ without ever expanding an alias, refusing on the way everything a scenario does 
 The result is JSON-shaped: dicts with string keys, lists, str, int (64-bit), finite float,
 bool and None. Plain scalars resolve as in PyYAML (YAML 1.1 ints and bools) except that dates
 stay strings and ``1e12`` (YAML 1.2 exponent without a dot or sign) is a float. Every refusal
-raises :class:`ScenarioError` with one line: ``<field path>: <problem>`` for a value,
-``<source>: line N, column M: <problem>`` for the text. The libyaml parser and the pure-Python
-one give the same data and the same refusals (a syntax error: the same line, in each parser's
-own words).
+raises :class:`utilities.errors.InputError` (the scenario format's ``ScenarioError`` is one)
+with one line: ``<field path>: <problem>`` for a value, ``<source>: line N, column M:
+<problem>`` for the text. The libyaml parser and the pure-Python one give the same data and the
+same refusals (a syntax error: the same line, in each parser's own words).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from scenarios.sim.format.errors import PREVIEW_CHARS, ScenarioError, clip_message, one_line, preview
+from utilities.errors import PREVIEW_CHARS, InputError, clip_message, one_line, preview
 
 #: Largest text accepted (bytes). Real scenario files are a few KB (the largest YAML file of
 #: the repository, the catalog, is 19 KB); 1 MiB leaves 50x headroom while the worst 1 MiB
@@ -193,7 +194,7 @@ class _BoundedLoading:
         if value in parent.key_lines:
             first = parent.key_lines[value]
             where = f"lines {first} and {line}" if first != line else f"twice on line {line}"
-            raise ScenarioError(clip_message(f"{_path(stack, value)}: duplicate key ({where})"))
+            raise InputError(clip_message(f"{_path(stack, value)}: duplicate key ({where})"))
         parent.key_lines[value] = line
         parent.key = value
         return None
@@ -261,16 +262,16 @@ class _BoundedLoading:
 
     # --- messages ---------------------------------------------------------------------------
 
-    def _value_error(self, stack: list[_Frame], problem: str, event) -> ScenarioError:
+    def _value_error(self, stack: list[_Frame], problem: str, event) -> InputError:
         """``<path of the value at hand>: <problem> (line N)``."""
         line = event.start_mark.line + 1
-        return ScenarioError(clip_message(f"{_path(stack) or self.source}: {problem} (line {line})"))
+        return InputError(clip_message(f"{_path(stack) or self.source}: {problem} (line {line})"))
 
-    def _text_error(self, mark, problem: str, *, column: bool = True) -> ScenarioError:
+    def _text_error(self, mark, problem: str, *, column: bool = True) -> InputError:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if column else f"line {mark.line + 1}"
-        return ScenarioError(clip_message(f"{self.source}: {where}: {problem}"))
+        return InputError(clip_message(f"{self.source}: {where}: {problem}"))
 
-    def _depth_error(self, mark) -> ScenarioError:
+    def _depth_error(self, mark) -> InputError:
         return self._text_error(mark, f"nested deeper than {self.max_depth} levels", column=False)
 
 
@@ -315,8 +316,8 @@ def load_yaml(
 
     Raises
     ------
-    ScenarioError
-        One line of at most ``errors.MAX_MESSAGE_CHARS`` characters.
+    InputError
+        One line of at most ``utilities.errors.MAX_MESSAGE_CHARS`` characters.
     """
     text = _checked_text(data, max_bytes=max_bytes, source=source)
     backend = backend or BACKENDS[0]
@@ -330,7 +331,7 @@ def load_yaml(
     except yaml.MarkedYAMLError as exc:
         raise _syntax_error(exc, source, max_depth) from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(clip_message(f"{source}: not valid YAML ({exc})")) from None
+        raise InputError(clip_message(f"{source}: not valid YAML ({exc})")) from None
     finally:
         loader.dispose()
 
@@ -342,12 +343,12 @@ def read_capped(path: str | Path, *, max_bytes: int = MAX_BYTES, source: str = "
             data = handle.read(max_bytes + 1)
             info = os.fstat(handle.fileno())
     except OSError as exc:
-        raise ScenarioError(clip_message(f"{source}: cannot read {path} ({exc.strerror})")) from None
+        raise InputError(clip_message(f"{source}: cannot read {path} ({exc.strerror})")) from None
     except ValueError as exc:  # a path with a NUL character
-        raise ScenarioError(clip_message(f"{source}: cannot read {preview(str(path))} ({exc})")) from None
+        raise InputError(clip_message(f"{source}: cannot read {preview(str(path))} ({exc})")) from None
     if len(data) > max_bytes:
         size = f"{info.st_size:,} bytes" if stat.S_ISREG(info.st_mode) else "more bytes"
-        raise ScenarioError(f"{source}: {size}, more than the {max_bytes:,} allowed")
+        raise InputError(f"{source}: {size}, more than the {max_bytes:,} allowed")
     return data
 
 
@@ -364,7 +365,7 @@ def _checked_text(data: bytes | str, *, max_bytes: int, source: str) -> str:
     if isinstance(data, str) and size <= max_bytes:  # a character is 1 to 4 bytes
         size = len(data.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
-        raise ScenarioError(f"{source}: {size:,} bytes, more than the {max_bytes:,} allowed")
+        raise InputError(f"{source}: {size:,} bytes, more than the {max_bytes:,} allowed")
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -379,11 +380,11 @@ def _checked_text(data: bytes | str, *, max_bytes: int, source: str) -> str:
         position = bad.start()
         line = text.count("\n", 0, position) + 1
         column = position - (text.rfind("\n", 0, position) + 1) + 1
-        raise ScenarioError(f"{source}: line {line}, column {column}: {_character_problem(bad.group())}")
+        raise InputError(f"{source}: line {line}, column {column}: {_character_problem(bad.group())}")
     return text
 
 
-def _encoding_error(data: bytes, offset: int, source: str) -> ScenarioError:
+def _encoding_error(data: bytes, offset: int, source: str) -> InputError:
     line = data.count(b"\n", 0, offset) + 1
     hint = ""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -391,7 +392,7 @@ def _encoding_error(data: bytes, offset: int, source: str) -> ScenarioError:
     elif data.startswith(b"\x00\x00\xfe\xff"):
         hint = "; it starts with a UTF-32 byte-order mark: save it as UTF-8"
     byte = f"invalid byte 0x{data[offset]:02x} at offset {offset:,}, line {line}"
-    return ScenarioError(f"{source}: not UTF-8 text ({byte}{hint})")
+    return InputError(f"{source}: not UTF-8 text ({byte}{hint})")
 
 
 def _character_problem(char: str) -> str:
@@ -405,17 +406,17 @@ def _character_problem(char: str) -> str:
     return f"control character {code} is not allowed"
 
 
-def _syntax_error(exc: yaml.MarkedYAMLError, source: str, max_depth: int) -> ScenarioError:
+def _syntax_error(exc: yaml.MarkedYAMLError, source: str, max_depth: int) -> InputError:
     """One line from a parser error: where, what, and the construct it was in."""
     mark = exc.problem_mark or exc.context_mark
     problem = one_line(exc.problem or exc.context or "invalid YAML")
     if "maximum nesting depth" in problem and mark:  # libyaml's own limit (1,000 flow levels)
-        return ScenarioError(f"{source}: line {mark.line + 1}: nested deeper than {max_depth} levels")
+        return InputError(f"{source}: line {mark.line + 1}: nested deeper than {max_depth} levels")
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
     context = ""
     if exc.context and exc.problem and exc.context_mark:
         context = f" ({one_line(exc.context)} at line {exc.context_mark.line + 1})"
-    return ScenarioError(clip_message(f"{source}: {where}{problem[: 2 * PREVIEW_CHARS + 40]}{context}"))
+    return InputError(clip_message(f"{source}: {where}{problem[: 2 * PREVIEW_CHARS + 40]}{context}"))
 
 
 def _anchor(event) -> str:

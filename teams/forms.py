@@ -1,11 +1,11 @@
-"""Forms of the project glue (teams, members), and how every form shows a service's errors."""
+"""Forms of teams and members, and how every form of every app shows a service's errors."""
 
 from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from topology.choices import TeamRole
+from teams.choices import TeamRole
 
 
 def add_service_errors(form: forms.Form, error: ValidationError) -> None:

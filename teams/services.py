@@ -1,5 +1,5 @@
 """Teams and their members: create a team, invite a user by username, change a member's role,
-remove a member (a team always keeps an admin), and the demo data a newcomer sees."""
+remove a member (a team always keeps an admin); and the demo account a newcomer logs in with."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from topology.choices import TeamRole
-from topology.fabric.specs import Catalog
-from topology.models import Design, Team, TeamMembership
-from topology.services.building import design_create_from_plan
-from twin.permissions import MANAGE, require
+from teams.choices import TeamRole
+from teams.models import Team, TeamMembership
+from teams.permissions import MANAGE, require
+
+#: The demo account of embedded mode (``manage.py demo_seed`` creates it; the login page shows it).
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "demo-twin-2026"
 
 
 def team_create(*, name: str, users=(), role: str = TeamRole.ADMIN) -> Team:
@@ -58,7 +60,7 @@ def team_invite(*, team: Team, username: str, role: str, user) -> TeamMembership
 
     Raises
     ------
-    NotFound, Forbidden (``twin.permissions``), ValidationError (``username``, ``role``)
+    NotFound, Forbidden (``teams.permissions``), ValidationError (``username``, ``role``)
     """
     require(team, user, MANAGE)
     _check_role(role)
@@ -121,42 +123,3 @@ def membership_remove(*, membership: TeamMembership, user) -> None:
     )
     _keep_an_admin(membership)
     membership.delete()
-
-
-DEMO_USERNAME = "demo"
-DEMO_PASSWORD = "demo-twin-2026"
-DEMO_TEAM = "Demo team"
-DEMO_DESIGNS = (
-    {
-        "name": "Selene-like A100 SuperPOD (384 nodes)",
-        "generator": "rail-optimized",
-        "server": "dgx-a100",
-        "nodes": 384,
-    },
-    {
-        "name": "H100 rail-optimized 2:1 (256 nodes)",
-        "generator": "rail-optimized",
-        "server": "dgx-h100",
-        "nodes": 256,
-        "oversubscription": 2.0,
-    },
-    {"name": "GB200 NVL72 x8", "generator": "nvl72", "server": "gb200-nvl72", "nodes": 144},
-)
-
-
-def demo_seed(*, catalog: Catalog) -> Team:
-    """The demo user, team and designs that `make run` shows a newcomer (idempotent)."""
-    from topology.fabric.generators import generate
-
-    user_model = get_user_model()
-    user = user_model.objects.filter(username=DEMO_USERNAME).first()
-    if user is None:
-        user = user_model.objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
-    team = team_create(name=DEMO_TEAM, users=[user])
-    for spec in DEMO_DESIGNS:
-        if Design.objects.filter(team=team, name=spec["name"]).exists():
-            continue
-        params = {k: v for k, v in spec.items() if k not in ("name", "generator")}
-        plan = generate(spec["generator"], catalog=catalog, **params)
-        design_create_from_plan(plan=plan, name=spec["name"], team=team, user=user)
-    return team

@@ -1,4 +1,4 @@
-"""The bounded YAML loader (scenarios/sim/format/yamlsafe.py): each rule on both parsers (libyaml and
+"""The bounded YAML loader (utilities/yamlsafe.py): each rule on both parsers (libyaml and
 pure Python), every hostile corpus case in process with a bound on its message, and the JSON
 door's integer reader (``_int``) on values YAML can no longer produce."""
 
@@ -11,16 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios.sim.format import yamlsafe
-from scenarios.sim.format.errors import MAX_MESSAGE_CHARS, ScenarioError, clip_message, preview
+from scenarios.sim.format.errors import ScenarioError
 from scenarios.sim.format.scenario import check_scenario, load_scenarios, parse_scenario
-from scenarios.sim.format.yamlsafe import BACKENDS, MAX_BYTES, MAX_DEPTH, load_yaml, read_capped
 from tests.corpus.hostile import BASE, CASES, CORPUS_DIR, FILE_CASES, readme
 from tests.sim._scenarios import scenario_dict
+from utilities import yamlsafe
+from utilities.errors import MAX_MESSAGE_CHARS, InputError, clip_message, preview
+from utilities.yamlsafe import BACKENDS, MAX_BYTES, MAX_DEPTH, load_yaml, read_capped
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every message of the loader and the validators on the corpus stays under this (the guard in
-#: errors.clip_message is MAX_MESSAGE_CHARS).
+#: utilities.errors.clip_message is MAX_MESSAGE_CHARS).
 MESSAGE_BOUND = 200
 #: A refusal of a small text must come back this fast, whatever it contains (seconds).
 FAST_S = 0.5
@@ -33,7 +34,7 @@ def backend(request) -> str:
 
 def refusal(text: bytes | str, backend: str, **limits) -> str:
     """The one-line message ``load_yaml`` refuses ``text`` with (checked to be one short line)."""
-    with pytest.raises(ScenarioError) as info:
+    with pytest.raises(InputError) as info:
         load_yaml(text, backend=backend, **limits)
     message = str(info.value)
     assert message.isprintable() and len(message) <= MAX_MESSAGE_CHARS, message
@@ -104,7 +105,7 @@ def test_load_yaml_empty_text_is_none(backend):
 
 def test_bounded_loader_works_with_yaml_load():
     assert yaml.load("a: [1, 2]", Loader=yamlsafe.BoundedPythonLoader) == {"a": [1, 2]}
-    with pytest.raises(ScenarioError, match="anchors and aliases"):
+    with pytest.raises(InputError, match="anchors and aliases"):
         yaml.load("a: &x 1\nb: *x", Loader=yamlsafe.BoundedPythonLoader)
 
 
@@ -122,13 +123,29 @@ def test_load_yaml_refuses_text_past_the_size_limit(backend):
 
 def test_read_capped_never_reads_past_the_limit(tmp_path):
     started = time.monotonic()
-    with pytest.raises(ScenarioError, match=r"^file: more bytes, more than the 1,048,576 allowed$"):
+    with pytest.raises(InputError, match=r"^file: more bytes, more than the 1,048,576 allowed$"):
         read_capped("/dev/zero")  # endless: only a capped read returns
     assert time.monotonic() - started < FAST_S
     path = tmp_path / "big.yaml"
     path.write_bytes(b"#" * (3 * MAX_BYTES))
-    with pytest.raises(ScenarioError, match=r"^file: 3,145,728 bytes, more than the 1,048,576 allowed$"):
+    with pytest.raises(InputError, match=r"^file: 3,145,728 bytes, more than the 1,048,576 allowed$"):
         read_capped(path)
+
+
+def test_the_loaders_error_is_the_base_of_the_scenario_error():
+    assert issubclass(ScenarioError, InputError) and issubclass(InputError, ValueError)
+
+
+def test_load_scenarios_raises_the_loaders_refusal_as_a_scenario_error_word_for_word(tmp_path):
+    """``except ScenarioError`` around ``load_scenarios`` still catches a file that is not YAML."""
+    path = tmp_path / "alias.yaml"
+    path.write_text("a: &x 1\nb: *x\n", encoding="utf-8")
+    with pytest.raises(InputError) as loader:
+        yamlsafe.load_yaml_file(path)
+    assert type(loader.value) is InputError
+    with pytest.raises(ScenarioError) as scenario:
+        load_scenarios(path)
+    assert str(scenario.value) == str(loader.value) == "a: anchors and aliases are not allowed (&x) (line 1)"
 
 
 def test_load_scenarios_names_an_unreadable_path(tmp_path):

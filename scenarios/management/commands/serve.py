@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from twin.embedded import start_embedded_worker
+from scenarios.embedded import start_embedded_worker
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.teams import current_team, user_teams
+from teams.current import current_team, user_teams
 
 
 def teams(request) -> dict:

@@ -7,6 +7,9 @@ import pytest
 from django.urls import get_resolver, reverse
 
 from scenarios.models import Run, RunArray, Scenario
+from teams import permissions
+from teams.models import Team, TeamMembership
+from teams.permissions import ACTIONS, Forbidden, NotFound, allows, require, restrict
 from topology.models import (
     Design,
     DesignBuild,
@@ -18,11 +21,7 @@ from topology.models import (
     PowerFeed,
     Rack,
     Switch,
-    Team,
-    TeamMembership,
 )
-from twin import permissions
-from twin.permissions import ACTIONS, Forbidden, NotFound, allows, require, restrict
 
 MODELS = (
     *(

@@ -41,12 +41,13 @@ def start_embedded_worker() -> threading.Thread | None:
     global _worker_thread
     if not settings.EMBEDDED_MODE or (_worker_thread and _worker_thread.is_alive()):
         return _worker_thread
+    from celery import current_app  # the project's app (twin.celery)
+
     from scenarios.tasks import start_reaper
-    from twin.celery import app
 
     _fail_orphaned_runs()
     # WorkController (not app.Worker) installs no signal handlers, so it may run off the main thread.
-    worker = app.WorkController(
+    worker = current_app.WorkController(
         pool_cls="solo",
         concurrency=1,
         without_heartbeat=True,

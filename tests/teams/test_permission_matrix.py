@@ -20,8 +20,9 @@ from django.urls import get_resolver, reverse
 
 from scenarios.models import Run, RunArray, Scenario
 from scenarios.storage import array_to_bytes
-from topology.models import Design, DesignBuild, PowerFeed, Rack, Team, TeamMembership
-from twin import permissions
+from teams import permissions
+from teams.models import Team, TeamMembership
+from topology.models import Design, DesignBuild, PowerFeed, Rack
 
 ROLES = ("viewer", "editor", "admin", "outsider", "anonymous")
 #: The columns this suite holds the permission module to (and checks ROLE_ACTIONS against).
@@ -50,8 +51,8 @@ class World:
 @pytest.fixture
 def world(catalog_db, django_user_model, job):
     from scenarios.services import scenario_create
+    from teams.services import team_create
     from tests.scenarios.conftest import make_design
-    from topology.services import team_create
 
     # No passwords: the doors are driven with force_login, and hashing one costs most of a second.
     users = {name: django_user_model.objects.create_user(name) for name in ROLES[:4]}
@@ -438,7 +439,7 @@ async def _close_connections(connections) -> None:
 
 def test_lists_show_only_the_current_teams_objects(client, world, django_user_model):
     """A member of two teams sees one team's designs and scenarios at a time and switches."""
-    from topology.services import team_create
+    from teams.services import team_create
 
     both = world.users["editor"]
     team_create(name="Beta", users=[both])

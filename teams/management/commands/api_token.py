@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from twin.tokens import api_token_get_or_create, api_token_regenerate
+from teams.tokens import api_token_get_or_create, api_token_regenerate
 
 
 class Command(BaseCommand):

@@ -1,0 +1,10 @@
+"""App config for teams, memberships, roles, accounts and the permission module."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class TeamsConfig(AppConfig):
+    name = "teams"
+    verbose_name = "Teams and accounts"
