@@ -22,6 +22,7 @@ from scenarios.sim.format import schema
 from scenarios.sim.format.fields import Field, Section
 from scenarios.sim.format.presets import MODEL_PRESETS
 from teams.models import Team
+from topology.models import Design
 
 #: The sections the scenario editor offers, in order; a nested optional section (MoE) is saved
 #: only when one of its inputs is filled in.
@@ -351,7 +352,11 @@ class DesignImportForm(forms.Form):
     file = forms.FileField(required=False, help_text="a .yaml design file (at most 1 MiB)")
     text = forms.CharField(label="or paste it", required=False, widget=forms.Textarea(attrs={"rows": 12}))
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
-    name = forms.CharField(max_length=120, required=False, help_text="blank: the name in the file")
+    name = forms.CharField(
+        max_length=Design._meta.get_field("name").max_length,
+        required=False,
+        help_text="blank: the name in the file",
+    )
 
     def __init__(self, *args, teams=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -24,7 +24,6 @@ from scenarios.kinds.base import (
     reject_unknown_options,
     seconds,
 )
-from scenarios.kinds.step import LINK_UTIL
 
 MAX_SEARCH_TOP = 100
 #: Layouts a search keeps by default: enough that, with ZeRO and recompute variants of one
@@ -132,9 +131,9 @@ class SearchKind(RunKind):
     name = "search"
     label = "Layout search"
     options_form = SearchOptions
-    # The page opens on the step's link utilization; a search stores no per-rack arrays itself.
-    metrics = (LINK_UTIL,)
-    default_metric = LINK_UTIL.name
+    # A search stores no per-rack arrays: its page opens on the design's rack power, not on an
+    # empty (grey) run metric.
+    default_metric = "rack_power"
     results_template = "scenarios/kinds/search_results.html"
     figures = (
         Figure("best", "Best layout", _best_label),

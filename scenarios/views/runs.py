@@ -17,6 +17,7 @@ from scenarios.kinds.search import layout_job
 from scenarios.selectors import run_charts as run_charts_of
 from scenarios.selectors import run_floor_plan_json, run_state
 from scenarios.services import run_cancel, run_delete, run_start, scenario_create
+from scenarios.sim.format import schema
 from scenarios.views.doors import run_or_404, scenario_or_404
 from scenarios.views.scenarios import kind_forms, scenario_page
 from teams.permissions import CHANGE, RUN, actions_on, require
@@ -135,7 +136,7 @@ def search_apply_view(request, pk: int):
     try:
         scenario = scenario_create(
             design=source.design,
-            name=f"{source.name} · {layout_label(row)}"[:120],
+            name=f"{source.name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
             description=f"Layout found by layout search #{run.pk} of {source.name!r}.",
             job=layout_job(source.job, row),
             what_if=source.what_if,

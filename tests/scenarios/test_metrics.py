@@ -133,8 +133,8 @@ def test_each_run_metric_belongs_to_the_kind_that_stores_it():
     names = {kind: {m.name for m in kinds[kind].metrics} for kind in kinds}
     assert names["step"] == {"link_util", "slowdown", "job"}
     assert names["failures"] == {"failures"} and names["power"] == {"power_rack", "power_feed"}
-    # The layout search opens on the step's link utilization: one declaration, referenced.
-    assert kinds["search"].metrics[0] is kinds["step"].metrics[0]
+    # A search and a sweep store no per-rack arrays: they declare no run metric.
+    assert names["search"] == set() and names["sweep"] == set()
     for metric in (m for kind in kinds.values() for m in kind.metrics):
         assert metric.kind == "run" and metric.array and metric.compute is None
 
@@ -143,6 +143,14 @@ def test_every_kind_opens_on_a_metric_it_or_the_design_declares():
     for kind in registry().values():
         own = {m.name for m in (*DESIGN_METRICS, *kind.metrics)}
         assert kind.default_metric in own, kind.name
+
+
+def test_a_kind_without_run_metrics_opens_on_a_design_metric_not_an_empty_one():
+    """An opening metric the run has no values for draws a grey floor plan."""
+    design = {m.name for m in DESIGN_METRICS}
+    for kind in registry().values():
+        if not kind.metrics:
+            assert kind.default_metric in design, kind.name
 
 
 _MODULES = itertools.count()

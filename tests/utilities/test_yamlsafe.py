@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Every message of the loader and the validators on the corpus stays under this (the guard in
 #: utilities.errors.clip_message is MAX_MESSAGE_CHARS).
 MESSAGE_BOUND = 200
-#: A refusal of a small text must come back this fast, whatever it contains (seconds).
+#: CPU seconds a refusal of a small text may take, whatever it contains (CPU, not wall time: the
+#: 2 shared cores make wall time depend on the neighbours).
 FAST_S = 0.5
 
 
@@ -122,10 +123,10 @@ def test_load_yaml_refuses_text_past_the_size_limit(backend):
 
 
 def test_read_capped_never_reads_past_the_limit(tmp_path):
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(InputError, match=r"^file: more bytes, more than the 1,048,576 allowed$"):
         read_capped("/dev/zero")  # endless: only a capped read returns
-    assert time.monotonic() - started < FAST_S
+    assert time.process_time() - started < FAST_S
     path = tmp_path / "big.yaml"
     path.write_bytes(b"#" * (3 * MAX_BYTES))
     with pytest.raises(InputError, match=r"^file: 3,145,728 bytes, more than the 1,048,576 allowed$"):
@@ -202,9 +203,9 @@ def test_load_yaml_keeps_tabs_and_newlines_in_quoted_text(backend):
     ids=["flow", "flow-in-mapping", "block-sequences", "flow-mappings", "flow-one-per-line"],
 )
 def test_load_yaml_refuses_100000_deep_nesting_fast_in_one_line(backend, text):
-    started = time.monotonic()
+    started = time.process_time()
     message = refusal(text, backend)
-    assert time.monotonic() - started < FAST_S
+    assert time.process_time() - started < FAST_S
     assert message.endswith(f"nested deeper than {MAX_DEPTH} levels"), message
 
 
@@ -228,9 +229,9 @@ def billion_laughs(key: str) -> str:
 
 @pytest.mark.parametrize("key", ["description", "name", "slow_nodes"])
 def test_load_yaml_refuses_an_alias_bomb_before_expanding_it(backend, key):
-    started = time.monotonic()
+    started = time.process_time()
     message = refusal(billion_laughs(key), backend)
-    assert time.monotonic() - started < FAST_S
+    assert time.process_time() - started < FAST_S
     assert message == f"{key}[0]: anchors and aliases are not allowed (&a) (line 2)"
 
 
@@ -257,9 +258,9 @@ def test_load_yaml_refuses_a_second_document(backend):
 def test_load_yaml_refuses_too_many_values(backend):
     text = "[" + ", ".join(["1"] * 30) + "]"
     assert refusal(text, backend, max_values=20) == "file: line 1: more than 20 values"
-    started = time.monotonic()
+    started = time.process_time()
     assert refusal("[" + "0," * 400_000 + "0]", backend).endswith("more than 20,000 values")
-    assert time.monotonic() - started < 2.0  # the limit bounds the work, not the file size
+    assert time.process_time() - started < 2.0  # the limit bounds the work (CPU seconds), not the file size
 
 
 # --- mappings: duplicate and non-string keys ---------------------------------------------------
