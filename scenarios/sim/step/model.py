@@ -22,6 +22,7 @@ from scenarios.sim.step.layout import build_layout
 from scenarios.sim.step.memory import GIB
 from scenarios.sim.step.network import comm_model, fabric_with_capacity_scale, rack_link_utilization
 from scenarios.sim.step.pipeline import (
+    OpTimes,
     StageTimeline,
     pipeline_schedule,
     simulate_schedule,
@@ -185,13 +186,9 @@ def _simulate_step(arrays, scenario, fabric, placement, rng) -> _SimulatedStep:
     job = scenario.job
     p = job.parallel
     breakdown = {k: float(value) for k, value in arrays.breakdown.items()}
-    per_op = _per_op(arrays, p.vpp)
+    ops = _op_times(arrays, p.vpp)
     schedule = pipeline_schedule(p.pp, p.vpp, job.microbatches)
-    op_start, op_end = simulate_schedule(
-        schedule,
-        per_op["forward_compute_s"] + per_op["forward_comm_s"] + per_op["p2p_s"],
-        per_op["backward_compute_s"] + per_op["backward_comm_s"] + per_op["p2p_s"],
-    )
+    op_start, op_end = simulate_schedule(schedule, ops.forward_s, ops.backward_s)
     pipeline = float(op_end.max())
     closed = sum(breakdown[k] for k in PIPELINE_KEYS)
     difference = pipeline - closed
@@ -202,7 +199,7 @@ def _simulate_step(arrays, scenario, fabric, placement, rng) -> _SimulatedStep:
     stage_of_rank = np.arange(placement.world_size) // (p.tp * p.cp * p.dp)
     timeline = stage_timeline(
         schedule,
-        **per_op,
+        ops,
         tail_s=tuple((kind, breakdown[kind]) for kind in ("straggler", "dp", "optimizer")),
         gpu_stage=placement.gpu_values(stage_of_rank, -1),
         op_start_s=op_start,
@@ -211,16 +208,16 @@ def _simulate_step(arrays, scenario, fabric, placement, rng) -> _SimulatedStep:
     return _SimulatedStep(timeline=timeline, stragglers=stragglers, breakdown=breakdown, details=details)
 
 
-def _per_op(arrays, vpp: int) -> dict[str, float]:
+def _op_times(arrays, vpp: int) -> OpTimes:
     """One op's (one chunk of one microbatch) compute, exposed communication and send (s)."""
     detail = {k: float(np.asarray(val)) for k, val in arrays.details.items()}
-    return {
-        "forward_compute_s": detail["stage_forward_compute_s"] / vpp,
-        "forward_comm_s": detail["stage_forward_comm_s"] / vpp,
-        "backward_compute_s": detail["stage_backward_compute_s"] / vpp,
-        "backward_comm_s": detail["stage_backward_comm_s"] / vpp,
-        "p2p_s": detail["p2p_s"],
-    }
+    return OpTimes(
+        forward_compute_s=detail["stage_forward_compute_s"] / vpp,
+        forward_comm_s=detail["stage_forward_comm_s"] / vpp,
+        backward_compute_s=detail["stage_backward_compute_s"] / vpp,
+        backward_comm_s=detail["stage_backward_comm_s"] / vpp,
+        p2p_s=detail["p2p_s"],
+    )
 
 
 def _result(scenario, gpu, arrays, simulated: _SimulatedStep, comm, fabric, placement) -> StepResult:

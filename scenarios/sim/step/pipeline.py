@@ -32,6 +32,7 @@ __all__ = [
     "PHASE_CODES",
     "PHASE_KINDS",
     "PHASE_LABELS",
+    "OpTimes",
     "PipelineSchedule",
     "StageTimeline",
     "bubble_fraction",
@@ -424,14 +425,33 @@ class StageTimeline:
 _OP_AND_BUBBLE_CODES = [PHASE_CODES[k] for k in ("forward", "backward", "comm", "pp_wait", "bubble")]
 
 
+@dataclass(frozen=True)
+class OpTimes:
+    """One op of the schedule (one model chunk of one microbatch) on every stage (s; floats or
+    arrays of shape (S,)): its compute, exposed tp / cp / ep communication, and the pipeline
+    send every op carries (0 for ``pp = 1``)."""
+
+    forward_compute_s: Any
+    forward_comm_s: Any
+    backward_compute_s: Any
+    backward_comm_s: Any
+    p2p_s: Any = 0.0
+
+    @property
+    def forward_s(self):
+        """A forward op: compute + comm + send (summed in that order)."""
+        return np.asarray(self.forward_compute_s) + np.asarray(self.forward_comm_s) + np.asarray(self.p2p_s)
+
+    @property
+    def backward_s(self):
+        """A backward op: compute + comm + send (summed in that order)."""
+        return np.asarray(self.backward_compute_s) + np.asarray(self.backward_comm_s) + np.asarray(self.p2p_s)
+
+
 def stage_timeline(
     schedule: PipelineSchedule,
+    ops: OpTimes,
     *,
-    forward_compute_s,
-    forward_comm_s,
-    backward_compute_s,
-    backward_comm_s,
-    p2p_s,
     tail_s: Sequence[tuple[str, float]] = (),
     gpu_stage: np.ndarray,
     op_start_s: np.ndarray | None = None,
@@ -447,93 +467,137 @@ def stage_timeline(
     Parameters
     ----------
     schedule : PipelineSchedule
-    forward_compute_s, forward_comm_s, backward_compute_s, backward_comm_s : float or ndarray (S,)
+    ops : OpTimes
         Per op, i.e. one model chunk of one microbatch (s).
-    p2p_s : float or ndarray (S,)
-        One pipeline send, carried by every op (s); 0 for ``pp = 1``.
     tail_s : sequence of (kind, seconds)
         Phases after the pipeline, kinds from ``PHASE_KINDS``.
     gpu_stage : ndarray of int, shape (G,)
         Stage of every fabric GPU, -1 outside the job.
     op_start_s : ndarray, shape (S, N), optional
         Op starts from :func:`simulate_schedule` with the same op durations
-        (compute + comm + p2p, summed in that order); simulated when omitted.
+        (``ops.forward_s`` / ``ops.backward_s``); simulated when omitted.
 
     Returns
     -------
     StageTimeline
     """
-    n_stages = schedule.backward.shape[0]
-    is_backward = schedule.backward
-
-    def per_op(forward, backward):
-        f = np.broadcast_to(np.asarray(forward, dtype=float), (n_stages,))[:, None]
-        b = np.broadcast_to(np.asarray(backward, dtype=float), (n_stages,))[:, None]
-        return np.where(is_backward, b, f)
-
-    parts = (
-        per_op(forward_compute_s, backward_compute_s),
-        per_op(forward_comm_s, backward_comm_s),
-        per_op(p2p_s, p2p_s),
-    )
-    op_length = parts[0] + parts[1] + parts[2]
+    parts = _op_parts(schedule, ops)
     if op_start_s is None:
-        forward_op = np.asarray(forward_compute_s) + np.asarray(forward_comm_s) + np.asarray(p2p_s)
-        backward_op = np.asarray(backward_compute_s) + np.asarray(backward_comm_s) + np.asarray(p2p_s)
-        op_start_s, _ = simulate_schedule(schedule, forward_op, backward_op)
-    start = np.asarray(op_start_s, dtype=float)
-    end = start + op_length
-    previous_end = np.concatenate([np.zeros((n_stages, 1)), end[:, :-1]], axis=1)
-    pipeline_end = end[:, -1]
-    pipeline = float(pipeline_end.max(initial=0.0))
-    tail_lengths = np.array([float(seconds) for _, seconds in tail_s])
-    tail_present = tail_lengths > 0.0
-    step = pipeline + float(tail_lengths.sum())
-    tolerance = _GAP_TOLERANCE * max(step, 1e-300)
-
-    # Per op: the phases present (gap, compute, comm, send) and the row column of each.
-    gap = start - previous_end
-    present = [gap > tolerance, *(part > 0.0 for part in parts)]
-    count = sum(mask.astype(np.int64) for mask in present)
-    columns = [np.cumsum(count, axis=1) - count]
-    for mask in present[:-1]:
-        columns.append(columns[-1] + mask)
-    op_phases = (columns[-1] + present[-1])[:, -1]
-    drain = pipeline - pipeline_end
-    has_drain = drain > tolerance
-    n_phases = op_phases + has_drain + int(tail_present.sum())
-
-    codes = PHASE_CODES
-    out = _Phases(n_stages, int(n_phases.max(initial=0)))
-    out.put(present[0], columns[0], codes["bubble"], previous_end, gap)
-    op_kinds = (np.where(is_backward, codes["backward"], codes["forward"]), codes["comm"], codes["pp_wait"])
-    phase_start = start
-    for mask, column, code, length in zip(present[1:], columns[1:], op_kinds, parts, strict=True):
-        out.put(mask, column, code, phase_start, length, schedule.microbatch, schedule.chunk)
-        phase_start = phase_start + length
-    out.put(has_drain[:, None], op_phases[:, None], codes["bubble"], pipeline_end[:, None], drain[:, None])
-    column = (op_phases + has_drain)[:, None]
-    tail_start = pipeline + (np.cumsum(tail_lengths) - tail_lengths)
-    for (name, _), length, phase_start, keep in zip(
-        tail_s, tail_lengths, tail_start, tail_present, strict=True
-    ):
-        if keep:  # a loop over the (three) tail kinds
-            out.put(np.ones((n_stages, 1), dtype=bool), column, codes[name], phase_start, length)
-            column = column + 1
+        op_start_s, _ = simulate_schedule(schedule, ops.forward_s, ops.backward_s)
+    layout = _PhaseLayout.of(np.asarray(op_start_s, dtype=float), parts, tail_s)
+    out = _Phases(schedule.backward.shape[0], int(layout.n_phases.max(initial=0)))
+    _put_op_phases(out, schedule, parts, layout)
+    _put_tail_phases(out, layout, tail_s)
     return StageTimeline(
         kind=out.kind,
         start_s=out.start,
         duration_s=out.length,
         microbatch=out.microbatch,
         chunk=out.chunk,
-        n_phases=n_phases.astype(np.int64),
-        step_time_s=float(step),
+        n_phases=layout.n_phases.astype(np.int64),
+        step_time_s=float(layout.step_s),
         gpu_stage=np.asarray(gpu_stage, dtype=np.int64),
         vpp=schedule.vpp,
         microbatches=schedule.microbatches,
-        pipeline_s=pipeline,
-        pipeline_end_s=np.asarray(pipeline_end, dtype=float),
+        pipeline_s=layout.pipeline_s,
+        pipeline_end_s=np.asarray(layout.pipeline_end, dtype=float),
     )
+
+
+def _op_parts(schedule: PipelineSchedule, ops: OpTimes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(compute, comm, send) length of every op, shape (S, N) each."""
+    n_stages, is_backward = schedule.backward.shape[0], schedule.backward
+
+    def per_op(forward, backward):
+        f = np.broadcast_to(np.asarray(forward, dtype=float), (n_stages,))[:, None]
+        b = np.broadcast_to(np.asarray(backward, dtype=float), (n_stages,))[:, None]
+        return np.where(is_backward, b, f)
+
+    return (
+        per_op(ops.forward_compute_s, ops.backward_compute_s),
+        per_op(ops.forward_comm_s, ops.backward_comm_s),
+        per_op(ops.p2p_s, ops.p2p_s),
+    )
+
+
+@dataclass(frozen=True)
+class _PhaseLayout:
+    """Where each phase of a timeline goes: the phases present per op (gap, compute, comm,
+    send) and the row column of each, the drain after a stage's last op, the tail."""
+
+    start: np.ndarray  # (S, N) op starts
+    previous_end: np.ndarray  # (S, N) end of the op before (0 for the first)
+    present: list  # 4 masks (S, N): gap, compute, comm, send
+    columns: list  # 4 columns (S, N) of those phases in the stage's row
+    op_phases: np.ndarray  # (S,) phases of the ops and their gaps
+    pipeline_end: np.ndarray  # (S,) end of each stage's last op
+    pipeline_s: float
+    has_drain: np.ndarray  # (S,)
+    tail_lengths: np.ndarray  # (len(tail_s),)
+    step_s: float
+    n_phases: np.ndarray  # (S,)
+
+    @classmethod
+    def of(cls, start: np.ndarray, parts, tail_s) -> _PhaseLayout:
+        n_stages = start.shape[0]
+        end = start + (parts[0] + parts[1] + parts[2])
+        previous_end = np.concatenate([np.zeros((n_stages, 1)), end[:, :-1]], axis=1)
+        pipeline_end = end[:, -1]
+        pipeline = float(pipeline_end.max(initial=0.0))
+        tail_lengths = np.array([float(seconds) for _, seconds in tail_s])
+        step = pipeline + float(tail_lengths.sum())
+        tolerance = _GAP_TOLERANCE * max(step, 1e-300)
+        present = [start - previous_end > tolerance, *(part > 0.0 for part in parts)]
+        count = sum(mask.astype(np.int64) for mask in present)
+        columns = [np.cumsum(count, axis=1) - count]
+        for mask in present[:-1]:
+            columns.append(columns[-1] + mask)
+        op_phases = (columns[-1] + present[-1])[:, -1]
+        has_drain = pipeline - pipeline_end > tolerance
+        return cls(
+            start=start,
+            previous_end=previous_end,
+            present=present,
+            columns=columns,
+            op_phases=op_phases,
+            pipeline_end=pipeline_end,
+            pipeline_s=pipeline,
+            has_drain=has_drain,
+            tail_lengths=tail_lengths,
+            step_s=step,
+            n_phases=op_phases + has_drain + int((tail_lengths > 0.0).sum()),
+        )
+
+
+def _put_op_phases(out: _Phases, schedule: PipelineSchedule, parts, layout: _PhaseLayout) -> None:
+    """The gaps before ops (bubble), each op's compute, comm and send, and the drain."""
+    codes, present, columns = PHASE_CODES, layout.present, layout.columns
+    gap = layout.start - layout.previous_end
+    out.put(present[0], columns[0], codes["bubble"], layout.previous_end, gap)
+    op_kinds = (
+        np.where(schedule.backward, codes["backward"], codes["forward"]),
+        codes["comm"],
+        codes["pp_wait"],
+    )
+    phase_start = layout.start
+    for mask, column, code, length in zip(present[1:], columns[1:], op_kinds, parts, strict=True):
+        out.put(mask, column, code, phase_start, length, schedule.microbatch, schedule.chunk)
+        phase_start = phase_start + length
+    drain = layout.pipeline_s - layout.pipeline_end
+    column = layout.op_phases[:, None]
+    out.put(layout.has_drain[:, None], column, codes["bubble"], layout.pipeline_end[:, None], drain[:, None])
+
+
+def _put_tail_phases(out: _Phases, layout: _PhaseLayout, tail_s) -> None:
+    """The tail phases (straggler wait, dp, optimizer...) on every stage after the pipeline."""
+    n_stages = layout.start.shape[0]
+    lengths = layout.tail_lengths
+    column = (layout.op_phases + layout.has_drain)[:, None]
+    tail_start = layout.pipeline_s + (np.cumsum(lengths) - lengths)
+    for (name, _), length, phase_start in zip(tail_s, lengths, tail_start, strict=True):
+        if length > 0.0:  # a loop over the (three) tail kinds
+            out.put(np.ones((n_stages, 1), dtype=bool), column, PHASE_CODES[name], phase_start, length)
+            column = column + 1
 
 
 class _Phases:

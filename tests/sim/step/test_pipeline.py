@@ -8,6 +8,7 @@ import pytest
 from scenarios.sim.step.pipeline import (
     PHASE_CODES,
     PHASE_KINDS,
+    OpTimes,
     StageTimeline,
     bubble_fraction,
     pipeline_schedule,
@@ -155,11 +156,13 @@ def _timeline(p, v, m, *, t_f=1.0, t_b=2.0, comm=(0.0, 0.0), p2p=0.0, tail=()):
     """Timeline with per-microbatch stage times t_f, t_b (split over v chunks)."""
     return stage_timeline(
         pipeline_schedule(p, v, m),
-        forward_compute_s=t_f / v,
-        forward_comm_s=comm[0] / v,
-        backward_compute_s=t_b / v,
-        backward_comm_s=comm[1] / v,
-        p2p_s=p2p,
+        OpTimes(
+            forward_compute_s=t_f / v,
+            forward_comm_s=comm[0] / v,
+            backward_compute_s=t_b / v,
+            backward_comm_s=comm[1] / v,
+            p2p_s=p2p,
+        ),
         tail_s=tail,
         gpu_stage=np.repeat(np.arange(p), 2),
     )
