@@ -160,10 +160,10 @@ def resolve_run(
     spec: FailureSpec,
     *,
     step_time_s: float,
-    degraded_step_time_s,
-    job_work_s: float | None,
-    steps: int | None,
-    checkpoint: CheckpointSize | None,
+    degraded_step_time_s=None,
+    job_work_s: float | None = None,
+    steps: int | None = None,
+    checkpoint: CheckpointSize | None = None,
 ) -> RunSetup:
     if not (isinstance(step_time_s, int | float) and math.isfinite(step_time_s) and step_time_s > 0):
         raise ScenarioError(f"step_time_s: must be a number above 0 (got {step_time_s!r})")
