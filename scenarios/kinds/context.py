@@ -6,20 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from scenarios.scenario_file import saved_scenario_check, what_if_changes_cluster
+from scenarios.scenario_file import saved_scenario_checked, what_if_changes_cluster
 
 
 @dataclass
 class RunContext:
     """The inputs of one run (or one chunk of it).
 
-    ``scenario`` is the core ``scenarios.sim.Scenario`` validated against today's catalog;
-    ``design`` is loaded fresh, so its ``version`` is the one this computation sees.
+    ``checked`` is the core ``scenarios.sim.CheckedScenario``: the run's scenario validated
+    against ``catalog`` (today's) once, when the context was loaded; kinds hand it to the core,
+    which then does not validate it again. ``design`` is loaded fresh, so its ``version`` is the
+    one this computation sees.
     """
 
     run: Any
     design: Any
-    scenario: Any
+    checked: Any
     catalog: Any
     options: dict[str, Any]
 
@@ -32,8 +34,13 @@ class RunContext:
         catalog = catalog_load()
         scenario = run.scenario
         scenario.design = design = Design.objects.get(pk=scenario.design_id)
-        core = saved_scenario_check(scenario, catalog=catalog)
-        return cls(run=run, design=design, scenario=core, catalog=catalog, options=dict(run.options or {}))
+        checked = saved_scenario_checked(scenario, catalog=catalog)
+        return cls(run=run, design=design, checked=checked, catalog=catalog, options=dict(run.options or {}))
+
+    @property
+    def scenario(self):
+        """The core ``Scenario`` (validated: ``checked.scenario``)."""
+        return self.checked.scenario
 
     def with_options(self, **options) -> RunContext:
         return replace(self, options={**self.options, **options})

@@ -82,7 +82,7 @@ class FailuresKind(RunKind):
         from scenarios.sim.studies import failure_study
 
         return failure_study(
-            context.scenario,
+            context.checked,
             catalog=context.catalog,
             plan=context.plan(),
             fabric=context.fabric(),

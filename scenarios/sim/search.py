@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.format.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.format.scenario import CheckedScenario, Scenario, ScenarioError, checked_scenario
 from scenarios.sim.placement import place_job
 from scenarios.sim.step.assemble import assemble_step
 from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
@@ -145,7 +145,7 @@ def _rule_failures(c: dict[str, np.ndarray], model, global_batch: int) -> list[n
 
 
 def search_layouts(
-    scenario: Scenario,
+    scenario: Scenario | CheckedScenario,
     *,
     catalog,
     fabric=None,
@@ -160,7 +160,8 @@ def search_layouts(
 
     Parameters
     ----------
-    scenario : Scenario
+    scenario : Scenario or CheckedScenario
+        Validated against ``catalog`` unless it is a ``CheckedScenario`` of this catalog.
     catalog : Catalog
     fabric : CompiledFabric, optional
     top_k : int
@@ -178,7 +179,7 @@ def search_layouts(
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
-    check_scenario(scenario, catalog)
+    scenario = checked_scenario(scenario, catalog).scenario
     job = scenario.job
     gpu = scenario_gpu(scenario, catalog)
     if fabric is None:

@@ -101,3 +101,37 @@ def test_a_validation_failure_inside_a_run_is_logged_as_one_line(scenario, caplo
     assert "\n" not in record.getMessage() and record.getMessage().startswith(
         f"run {run.pk} failed: job.parallel.tp"
     )
+
+
+# --- what a run's tasks share in one worker process --------------------------------------------
+
+#: 1,500 trials: three blocks of 500, so three chunk tasks.
+FAILURES = {"trials": 1500, "window_days": 20, "spare_servers": 2, "seed": 3}
+POWER = {"window_s": 4, "events": ["checkpoint"]}
+
+
+def counted(monkeypatch, target: str) -> list:
+    """Record every call of ``module.function`` (``target``), still calling it."""
+    module_name, name = target.rsplit(".", 1)
+    module = __import__(module_name, fromlist=[name])
+    original, calls = getattr(module, name), []
+
+    def counting(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_an_unsplit_failure_run_and_a_power_run_check_their_scenario_once(scenario, monkeypatch):
+    services.scenario_update(scenario=scenario, user=scenario.created_by, failures=FAILURES, power=POWER)
+    failures = services.run_start(
+        scenario=scenario, kind="failures", user=scenario.created_by, options={"chunks": 1}
+    )
+    power = services.run_start(scenario=scenario, kind="power", user=scenario.created_by)
+    checks = counted(monkeypatch, "scenarios.sim.format.scenario.check_scenario")
+    assert services.run_execute(run_id=failures.pk) == "succeeded"
+    assert len(checks) == 1  # the predictions on the healthy and the degraded fabrics reuse it
+    assert services.run_execute(run_id=power.pk) == "succeeded"
+    assert len(checks) == 2  # the power run's own, once

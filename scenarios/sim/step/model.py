@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.sim.format.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.format.scenario import CheckedScenario, Scenario, ScenarioError, checked_scenario
 from scenarios.sim.placement import place_job
 from scenarios.sim.step.assemble import StepArrays, assemble_step
 from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
@@ -62,7 +62,9 @@ def build_fabric(scenario: Scenario, catalog):
     return fabric
 
 
-def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=None) -> StepResult:
+def predict(
+    scenario: Scenario | CheckedScenario, *, catalog, fabric=None, rng=None, on_progress=None
+) -> StepResult:
     """Predict one training step of ``scenario`` on its cluster.
 
     The job runs on the nodes ``scenarios.sim.placement`` picks (``job.nodes``,
@@ -72,7 +74,9 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
 
     Parameters
     ----------
-    scenario : Scenario
+    scenario : Scenario or CheckedScenario
+        Validated against ``catalog`` first (``check_scenario``) unless it is a
+        ``CheckedScenario`` of this catalog already.
     catalog : topology.fabric.specs.Catalog
     fabric : CompiledFabric, optional
         Pre-compiled fabric of the scenario's cluster (built from ``scenario.cluster`` when
@@ -89,7 +93,7 @@ def predict(scenario: Scenario, *, catalog, fabric=None, rng=None, on_progress=N
     ------
     ScenarioError
     """
-    check_scenario(scenario, catalog)
+    scenario = checked_scenario(scenario, catalog).scenario
     job = scenario.job
     gpu = scenario_gpu(scenario, catalog)
     _progress(on_progress, 0.0, "building fabric")
