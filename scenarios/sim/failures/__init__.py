@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.failures.engine import BLOCK_TRIALS, simulate_lanes
+from scenarios.sim.failures.engine import BLOCK_TRIALS, LanePlan, simulate_lanes
 from scenarios.sim.failures.model import (
     CheckpointSize,
     FailureModel,
@@ -171,11 +171,8 @@ def run_failure_chunk(
     generators, schedule = _sources(model, spec, setup, blocks, injected, lanes_of.n_trials)
     lanes = simulate_lanes(
         setup.config,
+        lanes_of.plan,
         generators=generators,
-        block_trials=lanes_of.block_trials,
-        lane_trial=lanes_of.lane_trial,
-        lane_tau_s=lanes_of.lane_tau_s,
-        main_lanes=lanes_of.n_trials,
         injected=schedule,
         log_trial=local_log,
         on_progress=on_progress,
@@ -222,6 +219,15 @@ class _ChunkLanes:
             lane_tau_s=np.concatenate(
                 [np.full(n_trials, setup.interval_s), np.repeat(setup.sweep_s, sweep_trials.size)]
             ),
+        )
+
+    @property
+    def plan(self) -> LanePlan:
+        return LanePlan(
+            block_trials=self.block_trials,
+            lane_trial=self.lane_trial,
+            lane_tau_s=self.lane_tau_s,
+            main_lanes=self.n_trials,
         )
 
     def summaries(self, lanes, blocks: list[int]) -> list[dict[str, Any]]:
@@ -290,17 +296,14 @@ def trial_event_log(
         if schedules and not isinstance(schedules[0], InjectedEvent):
             injected = schedules[trial]
     generators, schedule = _sources(model, spec, setup, [block], injected, 1)
-    lanes = simulate_lanes(
-        setup.config,
-        generators=generators,
+    plan = LanePlan(
         block_trials=[count],
         lane_trial=np.zeros(1, np.int64),
         lane_tau_s=np.full(1, setup.interval_s),
         main_lanes=1,
         columns=None if injected is not None else np.array([offset]),
-        injected=schedule,
-        log_trial=0,
     )
+    lanes = simulate_lanes(setup.config, plan, generators=generators, injected=schedule, log_trial=0)
     return lanes.log
 
 
