@@ -314,20 +314,7 @@ class _Simulation:
             first_end[hot] = np.min(np.where(inside, du, end[hot]), axis=0)
         self._advance(None, start, up * (first_end - start), rho, up)
         if hot.size:
-            n_inside = inside.sum(axis=0)
-            split = n_inside > 0
-            idx, du, n_inside = hot[split], du[:, split], n_inside[split]
-            if idx.size:
-                # the repairs falling inside the interval, in order, then its end
-                bounds = np.sort(np.where(inside[:, split], du, end[idx]), axis=0)
-                bounds = np.concatenate([bounds, end[idx][None, :]], axis=0)
-                for j in range(int(n_inside.max())):
-                    pick = np.flatnonzero((n_inside > j) & ~self.done[idx])
-                    if pick.size == 0:
-                        break
-                    lanes, piece_start = idx[pick], bounds[j, pick]
-                    dt = bounds[j + 1, pick] - piece_start
-                    self._advance(lanes, piece_start, dt, self._rho(du[:, pick], piece_start), dt >= 0)
+            self._advance_repaired_pieces(hot, du, inside, end)
         over = active & ~self.done & (lane_t >= self.horizon)
         if over.any():
             still_down = over & self.down
@@ -336,6 +323,24 @@ class _Simulation:
             self.done |= over
             self.stalled |= over & self.job_mode
         self.t_prev = np.maximum(self.t_prev, end * active)
+
+    def _advance_repaired_pieces(self, hot, du, inside, end) -> None:
+        """The degraded lanes ``hot`` whose parts come back before ``end``: run each piece
+        between those repairs (the repairs in order, then ``end``) at its own progress rate."""
+        n_inside = inside.sum(axis=0)
+        split = n_inside > 0
+        idx, du, n_inside = hot[split], du[:, split], n_inside[split]
+        if not idx.size:
+            return
+        bounds = np.sort(np.where(inside[:, split], du, end[idx]), axis=0)
+        bounds = np.concatenate([bounds, end[idx][None, :]], axis=0)
+        for j in range(int(n_inside.max())):  # at most three repairs per interval
+            pick = np.flatnonzero((n_inside > j) & ~self.done[idx])
+            if pick.size == 0:
+                break
+            lanes, piece_start = idx[pick], bounds[j, pick]
+            dt = bounds[j + 1, pick] - piece_start
+            self._advance(lanes, piece_start, dt, self._rho(du[:, pick], piece_start), dt >= 0)
 
     def _rho(self, du: np.ndarray, at: np.ndarray) -> np.ndarray:
         """Progress rate (nominal / degraded step time) at ``at``; ``du`` (3, n) degraded-until."""
