@@ -47,7 +47,9 @@ def _imports(path: Path) -> set[str]:
 
 
 def _all_files() -> list[Path]:
-    return [p for package in MIDDLE for p in (ROOT / package).rglob("*.py") if "/migrations/" not in p.as_posix()]
+    return [
+        p for package in MIDDLE for p in (ROOT / package).rglob("*.py") if "/migrations/" not in p.as_posix()
+    ]
 
 
 def _runtime_nodes(tree: ast.AST):
