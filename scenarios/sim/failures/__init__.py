@@ -31,13 +31,8 @@ from typing import Any
 import numpy as np
 
 from scenarios.sim.failures.engine import BLOCK_TRIALS, LanePlan, simulate_lanes
-from scenarios.sim.failures.model import (
-    CheckpointSize,
-    FailureModel,
-    checkpoint_size,
-    degraded_fabric,
-    failure_components,
-)
+from scenarios.sim.failures.job import CheckpointSize, checkpoint_size, degraded_fabric
+from scenarios.sim.failures.model import FailureModel, failure_components
 from scenarios.sim.failures.result import FailureResult, block_summary, merge_failure_chunks
 from scenarios.sim.failures.setup import (
     InjectedEvent,

@@ -23,7 +23,8 @@ from scenarios.sim.failures.engine import (
     STOP_REMOVE,
     EngineConfig,
 )
-from scenarios.sim.failures.model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, CheckpointSize, FailureModel
+from scenarios.sim.failures.job import CheckpointSize
+from scenarios.sim.failures.model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, FailureModel
 from scenarios.sim.format.errors import ScenarioError
 from scenarios.sim.format.failures import FailureSpec
 
