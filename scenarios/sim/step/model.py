@@ -21,10 +21,10 @@ from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
 from scenarios.sim.step.layout import build_layout
 from scenarios.sim.step.memory import GIB
 from scenarios.sim.step.network import comm_model, fabric_with_capacity_scale, rack_link_utilization
-from scenarios.sim.step.pipeline import pipeline_schedule, simulate_schedule
+from scenarios.sim.step.pipeline import StageTimeline, pipeline_schedule, simulate_schedule
 from scenarios.sim.step.result import MEMORY_KEYS, PIPELINE_KEYS, StepResult
 from scenarios.sim.step.stragglers import StragglerEffect, straggler_effect
-from scenarios.sim.step.timeline import OpTimes, StageTimeline, stage_timeline
+from scenarios.sim.step.timeline import OpTimes, stage_timeline
 from topology.fabric.compiled import compile_plan
 from topology.fabric.generators import generate
 

@@ -1,5 +1,5 @@
-"""Pipeline schedules: stage balance, the 1F1B / interleaved op order and its simulation (the
-per-stage phase timeline of one step built from it is ``timeline``).
+"""Pipeline schedules: stage balance, the 1F1B / interleaved op order and its simulation, and
+the per-stage phases of a step (``StageTimeline``; ``timeline.stage_timeline`` lays them out).
 
 With ``p`` stages, ``v`` virtual stages (model chunks) per GPU and ``m`` microbatches per
 pipeline, every stage runs ``2 m v`` ops (a forward and a backward of one chunk of one
@@ -22,25 +22,16 @@ Megatron orders (1F1B and interleaved, any ``t_b/t_f``) reach exactly this makes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-
-# The per-stage timeline lives in its own module; its names stay importable from here.
-from scenarios.sim.step.timeline import (
-    PHASE_CODES,
-    PHASE_KINDS,
-    PHASE_LABELS,
-    OpTimes,
-    StageTimeline,
-    stage_timeline,
-)
 
 __all__ = [
     "PHASE_CODES",
     "PHASE_KINDS",
     "PHASE_LABELS",
-    "OpTimes",
     "PipelineSchedule",
     "StageTimeline",
     "bubble_fraction",
@@ -48,7 +39,6 @@ __all__ = [
     "pipeline_time_s",
     "simulate_schedule",
     "stage_layers",
-    "stage_timeline",
 ]
 
 
@@ -266,3 +256,164 @@ def simulate_schedule(
         raise RuntimeError("pipeline schedule deadlocks (an op waits for one that never runs)")
     shape = (n_stages, width)
     return start[:slots].reshape(shape)[:, :n_ops], end[:slots].reshape(shape)[:, :n_ops]
+
+
+# --- the phases of a step on each stage ----------------------------------------------------
+
+#: Kinds of the phases of a step on one pipeline stage (codes are indices). "comm" is exposed
+#: tensor/context/expert-parallel communication inside a forward or backward pass; "pp_wait" the
+#: exposed pipeline send/receive; "bubble" the schedule's fill/drain idle; "dp" exposed
+#: data-parallel gradient/parameter synchronisation; "straggler" the wait for the slowest GPU;
+#: "idle" a GPU that is not in the job (it never appears inside a stage's phases).
+PHASE_KINDS = ("forward", "backward", "comm", "pp_wait", "bubble", "dp", "optimizer", "straggler", "idle")
+PHASE_CODES = {name: code for code, name in enumerate(PHASE_KINDS)}
+PHASE_LABELS = {
+    "forward": "Forward compute",
+    "backward": "Backward compute (incl. recompute)",
+    "comm": "Exposed TP/CP/EP communication",
+    "pp_wait": "Pipeline send/receive",
+    "bubble": "Pipeline bubble",
+    "dp": "Exposed data-parallel communication",
+    "optimizer": "Optimizer step",
+    "straggler": "Straggler wait",
+    "idle": "Idle (not in the job)",
+}
+
+
+@dataclass(frozen=True)
+class StageTimeline:
+    """The ordered phases of one training step on every pipeline stage (S stages, K phases
+    at most per stage; rows are padded).
+
+    Attributes
+    ----------
+    kind : ndarray of int8, shape (S, K)
+        Index into ``PHASE_KINDS``; -1 pads a row after its ``n_phases[s]`` phases.
+    start_s, duration_s : ndarray of float, shape (S, K)
+        Start (from the step's start) and length of each phase (s); 0 in the padding. On every
+        stage the phases tile ``[0, step_time_s]`` exactly.
+    microbatch, chunk : ndarray of int32, shape (S, K)
+        Microbatch and virtual-stage (model chunk) index of forward/backward/comm/pp_wait
+        phases; -1 otherwise.
+    n_phases : ndarray of int, shape (S,)
+    step_time_s : float
+    gpu_stage : ndarray of int, shape (G,)
+        Pipeline stage of every GPU of the fabric; -1 for a GPU that is not in the job.
+    vpp : int
+        Virtual stages (model chunks) per GPU of the schedule that produced it.
+    microbatches : int
+        Microbatches per pipeline ``m``.
+    pipeline_s : float
+        End of the schedule (the last op of any stage); straggler wait, exposed data-parallel
+        time and the optimizer follow it on every stage.
+    pipeline_end_s : ndarray of float, shape (S,)
+        End of each stage's last op (the stages between it and ``pipeline_s`` idle: drain).
+    """
+
+    kind: np.ndarray
+    start_s: np.ndarray
+    duration_s: np.ndarray
+    microbatch: np.ndarray
+    chunk: np.ndarray
+    n_phases: np.ndarray
+    step_time_s: float
+    gpu_stage: np.ndarray
+    vpp: int = 1
+    microbatches: int = 1
+    pipeline_s: float = 0.0
+    pipeline_end_s: np.ndarray | None = None
+
+    @property
+    def n_stages(self) -> int:
+        return int(self.kind.shape[0])
+
+    @property
+    def stage_gpus(self) -> np.ndarray:
+        """GPUs of each stage, shape (S,)."""
+        stages = np.asarray(self.gpu_stage)
+        return np.bincount(stages[stages >= 0], minlength=self.n_stages)
+
+    @property
+    def critical_stage(self) -> int:
+        """The stage whose last op ends the schedule (stage 0 in 1F1B; the first such stage)."""
+        ends = self.pipeline_end_s if self.pipeline_end_s is not None else np.zeros(self.n_stages)
+        return int(np.argmax(ends))
+
+    def kind_totals_s(self) -> np.ndarray:
+        """Seconds of each phase kind on each stage, shape (S, len(PHASE_KINDS))."""
+        n_kinds = len(PHASE_KINDS)
+        valid = self.kind >= 0
+        stage = np.broadcast_to(np.arange(self.n_stages)[:, None], self.kind.shape)[valid]
+        flat = stage * n_kinds + self.kind[valid].astype(np.int64)
+        totals = np.bincount(flat, weights=self.duration_s[valid], minlength=self.n_stages * n_kinds)
+        return totals.reshape(self.n_stages, n_kinds)
+
+    def stage_totals_s(self, stage: int) -> dict[str, float]:
+        """Seconds per phase kind on one stage."""
+        row = self.kind_totals_s()[int(stage)]
+        return {name: float(row[code]) for code, name in enumerate(PHASE_KINDS)}
+
+    def compact_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays to store with a run: kinds as int8, times as float32 (s), counts as int32.
+
+        ``timeline_kind``, ``timeline_start_s``, ``timeline_duration_s``, ``timeline_microbatch``,
+        ``timeline_chunk`` (S, K); ``timeline_n_phases`` (S,); ``gpu_stage`` (G,). The inverse is
+        :meth:`from_compact_arrays`.
+        """
+        return {
+            "timeline_kind": np.asarray(self.kind, dtype=np.int8),
+            "timeline_start_s": np.asarray(self.start_s, dtype=np.float32),
+            "timeline_duration_s": np.asarray(self.duration_s, dtype=np.float32),
+            "timeline_microbatch": np.asarray(self.microbatch, dtype=np.int32),
+            "timeline_chunk": np.asarray(self.chunk, dtype=np.int32),
+            "timeline_n_phases": np.asarray(self.n_phases, dtype=np.int32),
+            "gpu_stage": np.asarray(self.gpu_stage, dtype=np.int32),
+        }
+
+    @classmethod
+    def from_compact_arrays(
+        cls, arrays: Mapping[str, np.ndarray], *, step_time_s: float, vpp: int = 1, microbatches: int = 1
+    ) -> StageTimeline:
+        """Rebuild a timeline from :meth:`compact_arrays` (times widened back to float64)."""
+        kind = np.asarray(arrays["timeline_kind"], dtype=np.int8)
+        start = np.asarray(arrays["timeline_start_s"], dtype=float)
+        duration = np.asarray(arrays["timeline_duration_s"], dtype=float)
+        pipeline = np.where(np.isin(kind, _OP_AND_BUBBLE_CODES), start + duration, 0.0).max(initial=0.0)
+        return cls(
+            kind=kind,
+            start_s=start,
+            duration_s=duration,
+            microbatch=np.asarray(arrays["timeline_microbatch"], dtype=np.int32),
+            chunk=np.asarray(arrays["timeline_chunk"], dtype=np.int32),
+            n_phases=np.asarray(arrays["timeline_n_phases"], dtype=np.int64),
+            step_time_s=float(step_time_s),
+            gpu_stage=np.asarray(arrays["gpu_stage"], dtype=np.int64),
+            vpp=int(vpp),
+            microbatches=int(microbatches),
+            pipeline_s=float(pipeline),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"step_time_s", "vpp", "microbatches", "stages": [{"stage", "gpus", "phases":
+        [{"kind", "start_s", "duration_s"}, ...]}, ...]}`` (what ``simulate --json`` prints)."""
+        gpus = self.stage_gpus.tolist()
+        stages = []
+        for s in range(self.n_stages):  # serialization of a finished result, not a hot path
+            n = int(self.n_phases[s])
+            kinds = self.kind[s, :n].tolist()
+            starts = np.round(self.start_s[s, :n], 9).tolist()
+            durations = np.round(self.duration_s[s, :n], 9).tolist()
+            phases = [
+                {"kind": PHASE_KINDS[k], "start_s": t, "duration_s": d}
+                for k, t, d in zip(kinds, starts, durations, strict=True)
+            ]
+            stages.append({"stage": s, "gpus": int(gpus[s]), "phases": phases})
+        return {
+            "step_time_s": float(self.step_time_s),
+            "vpp": int(self.vpp),
+            "microbatches": int(self.microbatches),
+            "stages": stages,
+        }
+
+
+_OP_AND_BUBBLE_CODES = [PHASE_CODES[k] for k in ("forward", "backward", "comm", "pp_wait", "bubble")]

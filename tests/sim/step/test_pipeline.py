@@ -8,15 +8,14 @@ import pytest
 from scenarios.sim.step.pipeline import (
     PHASE_CODES,
     PHASE_KINDS,
-    OpTimes,
     StageTimeline,
     bubble_fraction,
     pipeline_schedule,
     pipeline_time_s,
     simulate_schedule,
     stage_layers,
-    stage_timeline,
 )
+from scenarios.sim.step.timeline import OpTimes, stage_timeline
 
 BUBBLE = PHASE_CODES["bubble"]
 
