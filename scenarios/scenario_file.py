@@ -166,10 +166,18 @@ def scenario_check(
     ValidationError
         ``{field path: [message]}``, the path being the scenario file's (``job.parallel.tp``).
     """
+    fields = {"name": name, "job": job, "what_if": what_if, "failures": failures, "power": power}
+    return _checked(design, fields, catalog).scenario
+
+
+def _checked(design, fields: Mapping[str, Any], catalog):
+    """The core ``CheckedScenario`` of a design and the scenario file's sections (``ValidationError``
+    naming the field when the core's rules refuse it)."""
     from scenarios.sim.format.scenario import ScenarioError, check_scenario, parse_scenario
     from topology.selectors import catalog_load
 
-    what_if = dict(what_if or {})
+    name = fields["name"]
+    what_if = dict(fields["what_if"] or {})
     if not isinstance(name, str) or not name.strip():
         raise ValidationError({"name": "name: must be a non-empty name"})
     try:
@@ -177,18 +185,20 @@ def scenario_check(
     except ScenarioError as exc:
         raise ValidationError({"name": str(exc)}) from None
     _check_cluster_what_ifs(design, what_if)
-    data = scenario_dict(design=design, name=name, job=job, what_if=what_if, failures=failures, power=power)
+    data = scenario_dict(design=design, **{**fields, "what_if": what_if})
     try:
-        scenario = parse_scenario(data)
-        check_scenario(scenario, catalog or catalog_load())
+        return check_scenario(parse_scenario(data), catalog or catalog_load())
     except ScenarioError as exc:
         message = str(exc)
         raise ValidationError({_web_field(field_of(message), what_if): message}) from None
-    return scenario
 
 
 def saved_scenario_check(scenario, *, catalog=None):
     """``scenario_check`` of a saved scenario (every section as saved): its core ``Scenario``."""
-    return scenario_check(
-        design=scenario.design, name=scenario.name, catalog=catalog, **sections_of(scenario)
-    )
+    return saved_scenario_checked(scenario, catalog=catalog).scenario
+
+
+def saved_scenario_checked(scenario, *, catalog=None):
+    """The core ``CheckedScenario`` of a saved scenario (every section as saved), validated
+    against ``catalog`` (today's when omitted): what a run's computation starts from."""
+    return _checked(scenario.design, {"name": scenario.name, **sections_of(scenario)}, catalog)

@@ -241,33 +241,98 @@ def _design_plan(design: Design, catalog: Catalog) -> FabricPlan:
     hall = design.halls.order_by("pk").first()
     if hall is None:
         raise FabricError(f"design {design.name!r}: has no hall")
-    rack_pk, rack_row, rack_col, rack_kind, rack_units, rack_budget = _column(
-        Rack.objects.filter(hall=hall).order_by("pk"),
-        "pk",
-        "row",
-        "column",
-        "kind",
-        "u_height",
-        "power_budget_kw",
+    rack_pk, racks = _plan_racks(hall)
+    rack_index = _index_of(rack_pk)
+    server, node_pk, nodes = _plan_nodes(design, hall, catalog, rack_index)
+    sw_pk, switch_specs, switches = _plan_switches(design, catalog, rack_index)
+    link_specs, links = _plan_links(design, catalog, server.nics_per_server, node_pk, sw_pk)
+    feed_specs, feeds = _plan_feeds(design, catalog, rack_index)
+    plan = FabricPlan(
+        generator=design.generator,
+        params=dict(design.parameters),
+        hall_rows=hall.rows,
+        hall_cols=hall.columns,
+        server=server,
+        gpu=catalog.gpu(server.gpu),
+        switch_types=switch_specs,
+        link_types=link_specs,
+        feed_types=feed_specs,
+        **racks,
+        **nodes,
+        **switches,
+        **links,
+        **feeds,
     )
-    rack_names = list(Rack.objects.filter(hall=hall).order_by("pk").values_list("name", flat=True))
+    return plan.validate()
+
+
+def _plan_racks(hall) -> tuple[np.ndarray, dict[str, Any]]:
+    """The hall's rack primary keys and the plan's rack columns."""
+    racks = Rack.objects.filter(hall=hall).order_by("pk")
+    rack_pk, rack_row, rack_col, rack_kind, rack_units, rack_budget = _column(
+        racks, "pk", "row", "column", "kind", "u_height", "power_budget_kw"
+    )
+    return rack_pk, {
+        "rack_name": list(racks.values_list("name", flat=True)),
+        "rack_row": rack_row.astype(np.int64),
+        "rack_col": rack_col.astype(np.int64),
+        "rack_kind": rack_kind.astype(np.int64),
+        "rack_units": rack_units.astype(np.int64),
+        "rack_budget_kw": rack_budget.astype(float),
+    }
+
+
+def _plan_nodes(design: Design, hall, catalog: Catalog, rack_index):
+    """The one server type of the hall's nodes, their primary keys and the plan's node columns."""
     nodes = Node.objects.filter(rack__hall=hall).order_by("pk")
     server_slugs = set(nodes.values_list("server_type__slug", flat=True).distinct())
     if len(server_slugs) != 1:
         raise FabricError(f"design {design.name!r}: needs exactly one server type (has {len(server_slugs)})")
     server = catalog.server(server_slugs.pop())
     node_pk, node_rack, node_u = _column(nodes, "pk", "rack_id", "u_position")
-    switches = Switch.objects.filter(design=design).order_by("pk")
+    return server, node_pk, {"node_rack": rack_index(node_rack), "node_u": node_u.astype(np.int64)}
+
+
+def _plan_switches(design: Design, catalog: Catalog, rack_index):
+    """The switches' primary keys, their catalog types and the plan's switch columns."""
     sw_pk, sw_type, sw_tier, sw_rack, sw_u, sw_group, sw_rail, sw_ports = _column(
-        switches, "pk", "switch_type__slug", "tier", "rack_id", "u_position", "group", "rail", "ports"
+        Switch.objects.filter(design=design).order_by("pk"),
+        "pk",
+        "switch_type__slug",
+        "tier",
+        "rack_id",
+        "u_position",
+        "group",
+        "rail",
+        "ports",
     )
     switch_slugs = sorted(set(sw_type.tolist()))
     switch_specs = tuple(catalog.switch(s) for s in switch_slugs)
     radix = np.array([s.radix for s in switch_specs], dtype=np.int64)
     sw_type_idx = np.searchsorted(switch_slugs, sw_type) if sw_type.size else sw_type.astype(np.int64)
-    links = Link.objects.filter(design=design).order_by("pk")
+    ports = np.where(sw_ports > 0, sw_ports, radix[sw_type_idx] if sw_pk.size else 0)
+    return (
+        sw_pk,
+        switch_specs,
+        {
+            "switch_type": sw_type_idx.astype(np.int64),
+            "switch_tier": sw_tier.astype(np.int64),
+            "switch_rack": rack_index(sw_rack),
+            "switch_u": sw_u.astype(np.int64),
+            "switch_group": sw_group.astype(np.int64),
+            "switch_rail": sw_rail.astype(np.int64),
+            "switch_ports": ports.astype(np.int64),
+        },
+    )
+
+
+def _plan_links(design: Design, catalog: Catalog, nics: int, node_pk: np.ndarray, sw_pk: np.ndarray):
+    """The links' catalog types and the plan's link columns (a NIC end is port ``node * nics +
+    nic``; switch ends follow the ``n_nodes * nics`` NIC ports)."""
     lk_type, lk_tier, lk_gbps, lk_node, lk_nic, lk_lower, lk_upper = _column(
-        links.annotate(
+        Link.objects.filter(design=design)
+        .order_by("pk")
+        .annotate(
             node_pk=Coalesce("node_id", -1),
             nic=Coalesce("nic_index", -1),
             lower=Coalesce("lower_switch_id", -1),
@@ -281,65 +346,40 @@ def _design_plan(design: Design, catalog: Catalog) -> FabricPlan:
         "upper_switch_id",
     )
     link_slugs = sorted(set(lk_type.tolist()))
-    nics = server.nics_per_server
     n_nic_ports = node_pk.size * nics
-    node_index = _index_of(node_pk)
-    switch_index = _index_of(sw_pk)
+    node_index, switch_index = _index_of(node_pk), _index_of(sw_pk)
     from_nic = lk_node >= 0
     link_a = np.where(
         from_nic,
         node_index(np.where(from_nic, lk_node, node_pk[0] if node_pk.size else 0)) * nics + lk_nic,
         n_nic_ports + switch_index(np.where(from_nic, sw_pk[0] if sw_pk.size else 0, lk_lower)),
     )
+    return tuple(catalog.link(s) for s in link_slugs), {
+        "link_a": link_a.astype(np.int64),
+        "link_b": (n_nic_ports + switch_index(lk_upper)).astype(np.int64),
+        "link_type": (np.searchsorted(link_slugs, lk_type) if lk_type.size else lk_type).astype(np.int64),
+        "link_gbps": lk_gbps.astype(float),
+        "link_tier": lk_tier.astype(np.int64),
+    }
+
+
+def _plan_feeds(design: Design, catalog: Catalog, rack_index):
+    """The feeds' catalog types and the plan's feed and feed-rack columns."""
     feeds = PowerFeed.objects.filter(design=design).order_by("pk")
     fd_pk, fd_type, fd_side = _column(feeds, "pk", "feed_type__slug", "side")
-    fd_panel = list(feeds.values_list("panel", flat=True))
     feed_slugs = sorted(set(fd_type.tolist()))
     pair_feed, pair_rack = _column(
         PowerFeed.racks.through.objects.filter(powerfeed__design=design).order_by("pk"),
         "powerfeed_id",
         "rack_id",
     )
-    rack_index = _index_of(rack_pk)
-    plan = FabricPlan(
-        generator=design.generator,
-        params=dict(design.parameters),
-        hall_rows=hall.rows,
-        hall_cols=hall.columns,
-        server=server,
-        gpu=catalog.gpu(server.gpu),
-        switch_types=switch_specs,
-        link_types=tuple(catalog.link(s) for s in link_slugs),
-        feed_types=tuple(catalog.feed(s) for s in feed_slugs),
-        rack_name=rack_names,
-        rack_row=rack_row.astype(np.int64),
-        rack_col=rack_col.astype(np.int64),
-        rack_kind=rack_kind.astype(np.int64),
-        rack_units=rack_units.astype(np.int64),
-        rack_budget_kw=rack_budget.astype(float),
-        node_rack=rack_index(node_rack),
-        node_u=node_u.astype(np.int64),
-        switch_type=sw_type_idx.astype(np.int64),
-        switch_tier=sw_tier.astype(np.int64),
-        switch_rack=rack_index(sw_rack),
-        switch_u=sw_u.astype(np.int64),
-        switch_group=sw_group.astype(np.int64),
-        switch_rail=sw_rail.astype(np.int64),
-        switch_ports=np.where(sw_ports > 0, sw_ports, radix[sw_type_idx] if sw_pk.size else 0).astype(
-            np.int64
-        ),
-        link_a=link_a.astype(np.int64),
-        link_b=(n_nic_ports + switch_index(lk_upper)).astype(np.int64),
-        link_type=(np.searchsorted(link_slugs, lk_type) if lk_type.size else lk_type).astype(np.int64),
-        link_gbps=lk_gbps.astype(float),
-        link_tier=lk_tier.astype(np.int64),
-        feed_type=(np.searchsorted(feed_slugs, fd_type) if fd_type.size else fd_type).astype(np.int64),
-        feed_side=fd_side.astype(np.int64),
-        feed_panel=fd_panel,
-        feed_rack_feed=_index_of(fd_pk)(pair_feed),
-        feed_rack_rack=rack_index(pair_rack),
-    )
-    return plan.validate()
+    return tuple(catalog.feed(s) for s in feed_slugs), {
+        "feed_type": (np.searchsorted(feed_slugs, fd_type) if fd_type.size else fd_type).astype(np.int64),
+        "feed_side": fd_side.astype(np.int64),
+        "feed_panel": list(feeds.values_list("panel", flat=True)),
+        "feed_rack_feed": _index_of(fd_pk)(pair_feed),
+        "feed_rack_rack": rack_index(pair_rack),
+    }
 
 
 def _index_of(sorted_pks: np.ndarray):

@@ -3,40 +3,62 @@ the catalog, the run's options, and the fabric the scenario runs on."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
-from scenarios.scenario_file import saved_scenario_check, what_if_changes_cluster
+from scenarios.scenario_file import saved_scenario_checked, what_if_changes_cluster
+
+T = TypeVar("T")
 
 
 @dataclass
 class RunContext:
     """The inputs of one run (or one chunk of it).
 
-    ``scenario`` is the core ``scenarios.sim.Scenario`` validated against today's catalog;
-    ``design`` is loaded fresh, so its ``version`` is the one this computation sees.
+    ``checked`` is the core ``scenarios.sim.CheckedScenario``: the run's scenario validated
+    against ``catalog`` (today's) once, when the context was loaded; kinds hand it to the core,
+    which then does not validate it again. ``design`` is loaded fresh, so its ``version`` is the
+    one this computation sees. ``memo`` holds what a kind derives from these inputs and reuses
+    (the plan, the fabric, a failure study): a context cached for a run's chunks
+    (``services.execution``) computes each once per worker process.
     """
 
     run: Any
     design: Any
-    scenario: Any
+    checked: Any
     catalog: Any
     options: dict[str, Any]
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, run) -> RunContext:
-        """Validate the run's scenario against today's catalog (ValidationError if it broke)."""
+    def load(cls, run, *, design=None, catalog=None) -> RunContext:
+        """Validate the run's scenario against the catalog (today's unless given; a
+        ValidationError if it broke), on its design (loaded fresh unless given)."""
         from topology.models import Design
         from topology.selectors import catalog_load
 
-        catalog = catalog_load()
+        catalog = catalog_load() if catalog is None else catalog
         scenario = run.scenario
-        scenario.design = design = Design.objects.get(pk=scenario.design_id)
-        core = saved_scenario_check(scenario, catalog=catalog)
-        return cls(run=run, design=design, scenario=core, catalog=catalog, options=dict(run.options or {}))
+        scenario.design = design = Design.objects.get(pk=scenario.design_id) if design is None else design
+        checked = saved_scenario_checked(scenario, catalog=catalog)
+        return cls(run=run, design=design, checked=checked, catalog=catalog, options=dict(run.options or {}))
+
+    @property
+    def scenario(self):
+        """The core ``Scenario`` (validated: ``checked.scenario``)."""
+        return self.checked.scenario
 
     def with_options(self, **options) -> RunContext:
-        return replace(self, options={**self.options, **options})
+        """This context with other options (and its own, empty memo: memoized values may depend
+        on the options)."""
+        return replace(self, options={**self.options, **options}, memo={})
+
+    def memoized(self, key, compute: Callable[[], T]) -> T:
+        """``compute()`` once per context and ``key`` (not thread-safe: at worst computed twice)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     @property
     def changes_cluster(self) -> bool:
@@ -52,6 +74,9 @@ class RunContext:
     def plan(self):
         """The ``FabricPlan`` the scenario runs on: the saved design's, or the cluster the what-if
         describes (generated like the design)."""
+        return self.memoized("plan", self._plan)
+
+    def _plan(self):
         from scenarios.sim.step.model import cluster_plan
         from topology.selectors import design_plan
 
@@ -63,6 +88,9 @@ class RunContext:
         """The compiled fabric of the scenario: the saved design's (compiled once per design
         version) when the what-if keeps the cluster, else the cluster the what-if describes;
         with the what-if's degraded spine applied."""
+        return self.memoized("fabric", self._fabric)
+
+    def _fabric(self):
         from scenarios.sim.step.model import build_fabric
         from scenarios.sim.step.network import fabric_with_tier_capacity_scale
         from topology.selectors import design_fabric

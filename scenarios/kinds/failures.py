@@ -4,6 +4,7 @@ worker runs and merged exactly, with the representative trial replayed on the fl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,11 @@ def _minutes(value: float) -> str:
     return f"{value:.0f} min" if value >= 10 else f"{value:.1f} min"
 
 
+def _study_key(step_times) -> tuple:
+    """Memo key of a failure study: the step times it was built from (None: predicted)."""
+    return ("failure_study", None if step_times is None else json.dumps(step_times, sort_keys=True))
+
+
 class FailuresKind(RunKind):
     name = "failures"
     label = "Failures and goodput"
@@ -90,15 +96,20 @@ class FailuresKind(RunKind):
     # --- computing ------------------------------------------------------------------------------
 
     def _study(self, context, step_times=None):
+        """The run's failure study, built once per context and step times (a context cached for
+        a split run: once per worker process for all its chunks and the merge)."""
         from scenarios.sim.studies import failure_study
 
-        return failure_study(
-            context.scenario,
-            catalog=context.catalog,
-            plan=context.plan(),
-            fabric=context.fabric(),
-            step_times=step_times,
-        )
+        def build():
+            return failure_study(
+                context.checked,
+                catalog=context.catalog,
+                plan=context.plan(),
+                fabric=context.fabric(),
+                step_times=step_times,
+            )
+
+        return context.memoized(_study_key(step_times), build)
 
     @staticmethod
     def _step_times(study) -> dict[str, Any]:
@@ -111,6 +122,9 @@ class FailuresKind(RunKind):
 
         study = self._study(context)
         step_times = self._step_times(study)
+        # The chunks (and the merge) rebuild the study from these step times: the same model,
+        # spec and run arguments, so in this process they take this one.
+        context.memo.setdefault(_study_key(step_times), study)
         ranges = split_blocks(failure_blocks(study.spec), context.options["chunks"])
         return [{"blocks": list(r), "step_times": step_times} for r in ranges if len(r)]
 

@@ -104,7 +104,7 @@ class PowerKind(RunKind):
         events, source = self._events(context)
         progress(0.3, "simulating the power draw")
         result = power_study(
-            context.scenario, catalog=context.catalog, plan=context.plan(), fabric=fabric, events=events
+            context.checked, catalog=context.catalog, plan=context.plan(), fabric=fabric, events=events
         )
         summary = result.to_dict()
         summary["event_source"] = source

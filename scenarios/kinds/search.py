@@ -175,7 +175,7 @@ class SearchKind(RunKind):
 
         progress.check_cancelled()
         result = search_layouts(
-            context.scenario,
+            context.checked,
             catalog=context.catalog,
             fabric=context.fabric(),
             top_k=context.options["top"],
@@ -199,7 +199,7 @@ class SearchKind(RunKind):
         from scenarios.sim.step.model import predict
 
         try:
-            result = predict(context.scenario, catalog=context.catalog, fabric=context.fabric())
+            result = predict(context.checked, catalog=context.catalog, fabric=context.fabric())
         except ValueError:
             return None
         return {

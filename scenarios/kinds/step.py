@@ -87,7 +87,7 @@ class StepKind(RunKind):
 
         progress(0.0, "compiling fabric")
         fabric = context.fabric()
-        result = predict(context.scenario, catalog=context.catalog, fabric=fabric, on_progress=progress)
+        result = predict(context.checked, catalog=context.catalog, fabric=fabric, on_progress=progress)
         aligned = int(fabric.n_racks) == context.n_racks
         gpu_rack = np.asarray(fabric.gpu_rack)
         rack_slowdown = np.ones(int(fabric.n_racks))

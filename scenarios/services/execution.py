@@ -5,10 +5,13 @@ does nothing twice."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +27,7 @@ from scenarios.kinds import RunContext, RunOutput, run_kind
 from scenarios.models import Run, RunArray, RunChunk
 from scenarios.services.runs import MERGING, heartbeat_interval_s, stale_after_s
 from scenarios.storage import array_to_bytes
+from topology.caches import VersionedCache
 from utilities.jsonsafe import json_safe
 
 logger = logging.getLogger(__name__)
@@ -141,10 +145,47 @@ def run_mark_running(*, run_id: int) -> Run | None:
     return run
 
 
+#: The contexts of the runs this process computed lately: a split run's chunks and its merge on
+#: one worker share one, so its scenario is validated once and what the kind memoizes on it (the
+#: fabric, a failure study) is built once. Keyed by the design's id and version and by
+#: everything else a context is built from -- the run (its id, kind and options), the saved
+#: scenario's sections and the catalog's content -- so a changed design, scenario or catalog can
+#: never reuse a stale entry.
+_CONTEXTS = VersionedCache("run-context", maxsize=2)
+
+
+def _context(run: Run) -> RunContext:
+    """The run's context, from this process's cache when its inputs are unchanged."""
+    from topology.models import Design
+    from topology.selectors import catalog_load
+
+    catalog = catalog_load()
+    design = Design.objects.get(pk=run.scenario.design_id)
+    context = _CONTEXTS.get(
+        design,
+        lambda: RunContext.load(run, design=design, catalog=catalog),
+        run.pk,
+        run.kind,
+        _digest({"options": run.options, **_scenario_sections(run.scenario)}),
+        _digest(repr(catalog)),
+    )
+    return replace(context, run=run)  # this task's row; the memo stays shared
+
+
+def _scenario_sections(scenario) -> dict[str, Any]:
+    keys = ("name", "job", "what_if", "failures", "power")
+    return {"updated": str(scenario.updated), **{key: getattr(scenario, key) for key in keys}}
+
+
+def _digest(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _load(run: Run, *, pin: bool) -> RunContext:
     """The run's context; the first load records the design version the run simulates, later
     loads (chunks, merge) refuse a design that changed since (their results would not merge)."""
-    context = RunContext.load(run)
+    context = _context(run)
     version = context.design.version
     if pin:
         Run.objects.filter(pk=run.pk).update(design_version=version)

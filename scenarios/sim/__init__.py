@@ -9,6 +9,7 @@ Public API::
 from __future__ import annotations
 
 from scenarios.sim.format.scenario import (
+    CheckedScenario,
     ClusterSpec,
     JobSpec,
     ModelSpec,
@@ -18,6 +19,7 @@ from scenarios.sim.format.scenario import (
     ScenarioError,
     WhatIf,
     check_scenario,
+    checked_scenario,
     load_scenario,
     load_scenarios,
     parse_scenario,
@@ -34,6 +36,7 @@ __all__ = [
     "OVERLAP_KEYS",
     "PHASE_KINDS",
     "PHASE_LABELS",
+    "CheckedScenario",
     "ClusterSpec",
     "JobPlacement",
     "JobSpec",
@@ -48,6 +51,7 @@ __all__ = [
     "WhatIf",
     "build_fabric",
     "check_scenario",
+    "checked_scenario",
     "load_scenario",
     "load_scenarios",
     "parse_scenario",

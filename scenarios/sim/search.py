@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.sim.format.frameworks import FRAMEWORKS
-from scenarios.sim.format.scenario import Scenario, ScenarioError, check_scenario
+from scenarios.sim.format.scenario import CheckedScenario, Scenario, ScenarioError, checked_scenario
 from scenarios.sim.placement import place_job
-from scenarios.sim.step.efficiency import TILED_ATTENTION, EfficiencyParams
+from scenarios.sim.step.assemble import assemble_step
+from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
 from scenarios.sim.step.memory import GIB, memory_per_gpu
-from scenarios.sim.step.model import assemble_step, build_fabric, job_scaleup_ranks, job_stragglers
+from scenarios.sim.step.model import build_fabric, job_scaleup_ranks, job_stragglers, scenario_gpu
 from scenarios.sim.step.network import comm_table
 
 __all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
@@ -145,7 +145,7 @@ def _rule_failures(c: dict[str, np.ndarray], model, global_batch: int) -> list[n
 
 
 def search_layouts(
-    scenario: Scenario,
+    scenario: Scenario | CheckedScenario,
     *,
     catalog,
     fabric=None,
@@ -160,7 +160,8 @@ def search_layouts(
 
     Parameters
     ----------
-    scenario : Scenario
+    scenario : Scenario or CheckedScenario
+        Validated against ``catalog`` unless it is a ``CheckedScenario`` of this catalog.
     catalog : Catalog
     fabric : CompiledFabric, optional
     top_k : int
@@ -178,116 +179,125 @@ def search_layouts(
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
-    check_scenario(scenario, catalog)
+    scenario = checked_scenario(scenario, catalog).scenario
     job = scenario.job
-    server = catalog.server(scenario.effective_cluster().server)
-    gpu = catalog.gpu(scenario.what_if.gpu or server.gpu)
-    eff = EfficiencyParams.from_mapping(gpu.efficiency)
+    gpu = scenario_gpu(scenario, catalog)
     if fabric is None:
         fabric = build_fabric(scenario, catalog)
     placement = place_job(fabric, job)
-    gpus = placement.world_size
-    model = job.model
-    c = enumerate_candidates(gpus, moe=model.moe is not None, global_batch=job.global_batch)
+    c = enumerate_candidates(
+        placement.world_size, moe=job.model.moe is not None, global_batch=job.global_batch
+    )
     window = candidates or slice(0, c["tp"].size)
     offset = window.indices(c["tp"].size)[0]
     c = {k: v[window] for k, v in c.items()}
     total = c["tp"].size
-    rejected_mask = np.zeros(total, dtype=bool)
-    rejected = {}
-    for reason, failed in zip(REJECT_REASONS, _rule_failures(c, model, job.global_batch), strict=False):
-        first = failed & ~rejected_mask
-        rejected[reason] = int(first.sum())
-        rejected_mask |= failed
-    survivors = np.flatnonzero(~rejected_mask)
-    sub = {k: v[survivors] for k, v in c.items()}
-    microbatches = job.global_batch // (sub["micro_batch"] * sub["dp"])
-    memory = memory_per_gpu(
-        model,
-        micro_batch=sub["micro_batch"],
-        tp=sub["tp"],
-        pp=sub["pp"],
-        dp=sub["dp"],
-        cp=sub["cp"],
-        ep=sub["ep"],
-        vpp=sub["vpp"],
-        microbatches=microbatches,
-        recompute=sub["recompute"],
-        zero=sub["zero"],
-        flash=job.attention in TILED_ATTENTION,
-        hbm_gib=gpu.hbm_gib,
-        fp8=job.precision == "fp8",
-        fp8_params=job.precision == "fp8" and FRAMEWORKS[job.framework].fp8_params,
-    )
-    fits = memory["total"] <= gpu.hbm_gib * GIB
-    rejected[REJECT_REASONS[-1]] = int((~fits).sum())
-    index = survivors[fits]
+    stack = StackOptions.of_job(job)
+    survivors, rejected = _apply_rules(c, job.model, job.global_batch)
+    index, rejected[REJECT_REASONS[-1]] = _fitting(c, survivors, job, stack, gpu)
     if on_progress is not None:
         on_progress(0.3, f"{index.size} layouts fit; costing collectives")
     if index.size == 0:
         return SearchResult(best=[], candidates=total, valid=0, rejected=rejected)
     table = comm_table(fabric, ecmp=scenario.what_if.ecmp, rank_gpu=placement.rank_gpu)
-    common = dict(
-        global_batch=job.global_batch,
-        precision=job.precision,
-        attention=job.attention,
-        overlap_dp=job.overlap_dp,
-        overlap_tp=job.overlap_tp,
-        overlap_pp=job.overlap_pp,
-        framework=FRAMEWORKS[job.framework],
+    costing = _Costing(
+        job=job,
+        stack=stack,
+        gpu=gpu,
         straggler_factor=job_stragglers(
             fabric, placement, scenario.what_if, compute_time_s=1.0
         ).expected_step_factor,
         scaleup_ranks=job_scaleup_ranks(fabric, placement),
-        gpu=gpu,
-        eff=eff,
     )
-    # Branch and bound: every step-time term is non-decreasing in the collective times, so the
-    # step with free communication is a lower bound. Layout shapes (tp, pp, dp, cp, ep) are
-    # costed on the fabric in order of their best bound until no remaining shape can enter
-    # the top K; the others never need routing.
-    bound = _evaluate(model, c, index, lambda kind, op, size: np.zeros(np.shape(size)), common)
-    shape_id, bound_by_shape = _shapes(c, index, bound.step_time_s)
-    order = np.argsort(bound_by_shape)
-    kept_index, kept_step, kept_rows = [], [], []
-    threshold = np.inf
-    for start in range(0, order.size, SHAPES_PER_BATCH):  # batches of shapes, not candidates
-        if bound_by_shape[order[start]] > threshold:
-            break
-        chosen = np.isin(shape_id, order[start : start + SHAPES_PER_BATCH])
-        batch = index[chosen]
-        arrays = _evaluate(model, c, batch, _table_comm(table, c, batch), common)
-        kept_index.append(batch)
-        kept_step.append(arrays.step_time_s)
-        kept_rows.append(arrays)
-        steps = np.concatenate(kept_step)
-        if steps.size >= top_k:
-            threshold = np.partition(steps, top_k - 1)[top_k - 1]
+    kept = _branch_and_bound(costing, c, index, table, top_k)
     if on_progress is not None:
         on_progress(1.0, "done")
-    best = _best(c, kept_index, kept_rows, job, gpu, gpus, top_k, offset)
+    best = _best(costing, c, kept, placement.world_size, top_k, offset)
     return SearchResult(best=best, candidates=total, valid=int(index.size), rejected=rejected)
+
+
+def _apply_rules(c: dict[str, np.ndarray], model, global_batch: int) -> tuple[np.ndarray, dict[str, int]]:
+    """The candidates passing every rule but memory, and the rejected ones by first failure."""
+    rejected_mask = np.zeros(c["tp"].size, dtype=bool)
+    rejected = {}
+    for reason, failed in zip(REJECT_REASONS, _rule_failures(c, model, global_batch), strict=False):
+        first = failed & ~rejected_mask
+        rejected[reason] = int(first.sum())
+        rejected_mask |= failed
+    return np.flatnonzero(~rejected_mask), rejected
+
+
+def _fitting(c, survivors: np.ndarray, job, stack: StackOptions, gpu) -> tuple[np.ndarray, int]:
+    """The survivors that fit in the GPU's memory, and how many do not."""
+    memory = memory_per_gpu(
+        job.model,
+        CandidateLayouts.of_columns(job.global_batch, c, survivors),
+        hbm_gib=gpu.hbm_gib,
+        flash=stack.tiled_attention,
+        fp8=stack.fp8,
+        fp8_params=stack.fp8_params,
+    )
+    fits = memory["total"] <= gpu.hbm_gib * GIB
+    return survivors[fits], int((~fits).sum())
 
 
 #: Layout shapes costed per routing round of the branch and bound.
 SHAPES_PER_BATCH = 16
 
 
-def _evaluate(model, c, index, comm_time, common):
-    return assemble_step(
-        model,
-        micro_batch=c["micro_batch"][index],
-        tp=c["tp"][index],
-        pp=c["pp"][index],
-        dp=c["dp"][index],
-        cp=c["cp"][index],
-        ep=c["ep"][index],
-        vpp=c["vpp"][index],
-        recompute=c["recompute"][index],
-        zero=c["zero"][index],
-        comm_time=comm_time,
-        **common,
-    )
+@dataclass(frozen=True)
+class _Costing:
+    """What every evaluation of a search shares: the job, its stack, the GPU, and the straggler
+    factor and scale-up width of the job's placement."""
+
+    job: Any
+    stack: StackOptions
+    gpu: Any
+    straggler_factor: float
+    scaleup_ranks: float
+
+    def evaluate(self, c, index, comm_time):
+        """``assemble_step`` of the candidates ``index``."""
+        return assemble_step(
+            self.job.model,
+            CandidateLayouts.of_columns(self.job.global_batch, c, index),
+            self.stack,
+            gpu=self.gpu,
+            comm_time=comm_time,
+            straggler_factor=self.straggler_factor,
+            scaleup_ranks=self.scaleup_ranks,
+        )
+
+
+def _free_comm(kind, op, size):
+    return np.zeros(np.shape(size))
+
+
+def _branch_and_bound(costing: _Costing, c, index, table, top_k: int) -> list[tuple[np.ndarray, Any]]:
+    """The evaluated (candidates, StepArrays) batches that hold the top K.
+
+    Every step-time term is non-decreasing in the collective times, so the step with free
+    communication is a lower bound. Layout shapes (tp, pp, dp, cp, ep) are costed on the fabric
+    in order of their best bound until no remaining shape can enter the top K; the others never
+    need routing.
+    """
+    bound = costing.evaluate(c, index, _free_comm)
+    shape_id, bound_by_shape = _shapes(c, index, bound.step_time_s)
+    order = np.argsort(bound_by_shape)
+    kept, kept_step = [], []
+    threshold = np.inf
+    for start in range(0, order.size, SHAPES_PER_BATCH):  # batches of shapes, not candidates
+        if bound_by_shape[order[start]] > threshold:
+            break
+        chosen = np.isin(shape_id, order[start : start + SHAPES_PER_BATCH])
+        batch = index[chosen]
+        arrays = costing.evaluate(c, batch, _table_comm(table, c, batch))
+        kept.append((batch, arrays))
+        kept_step.append(arrays.step_time_s)
+        steps = np.concatenate(kept_step)
+        if steps.size >= top_k:
+            threshold = np.partition(steps, top_k - 1)[top_k - 1]
+    return kept
 
 
 def _table_comm(table, c, index):
@@ -322,31 +332,24 @@ def _row_ids(columns: list[np.ndarray]) -> np.ndarray:
     return np.searchsorted(np.unique(key), key)
 
 
-def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int, offset: int) -> list[dict[str, Any]]:
-    index = np.concatenate(kept_index)
-    step = np.concatenate([np.asarray(a.step_time_s) for a in kept_rows])
-    memory = np.concatenate([np.asarray(a.memory["total"]) for a in kept_rows])
-    breakdown = {
-        k: np.concatenate([np.asarray(a.breakdown[k]) for a in kept_rows]) for k in kept_rows[0].breakdown
-    }
-    model_flops = float(kept_rows[0].model_flops)
+def _best(costing: _Costing, c, kept, gpus: int, top_k: int, offset: int) -> list[dict[str, Any]]:
+    """The ``top_k`` fastest of the evaluated candidates as result rows."""
+    index = np.concatenate([batch for batch, _ in kept])
+    rows = [arrays for _, arrays in kept]
+    step = np.concatenate([np.asarray(a.step_time_s) for a in rows])
+    memory = np.concatenate([np.asarray(a.memory["total"]) for a in rows])
+    breakdown = {k: np.concatenate([np.asarray(a.breakdown[k]) for a in rows]) for k in rows[0].breakdown}
+    model_flops = float(rows[0].model_flops)
+    job = costing.job
     # Fastest first; ties: less memory, then enumeration order (so any slicing agrees).
     order = np.lexsort((index, memory, step))[:top_k]
-    peak = gpu.peak_tflops(job.precision) * 1e12
-    rows = []
-    for i in order:
+    peak = costing.gpu.peak_tflops(job.precision) * 1e12
+    out = []
+    for i in order:  # the top K rows, not the candidates
         j = index[i]
-        rows.append(
+        out.append(
             {
-                "tp": int(c["tp"][j]),
-                "pp": int(c["pp"][j]),
-                "dp": int(c["dp"][j]),
-                "cp": int(c["cp"][j]),
-                "ep": int(c["ep"][j]),
-                "vpp": int(c["vpp"][j]),
-                "micro_batch": int(c["micro_batch"][j]),
-                "recompute": RECOMPUTE_NAMES[int(c["recompute"][j])],
-                "zero": int(c["zero"][j]),
+                **_layout_row(c, j),
                 "step_time_s": float(step[i]),
                 "mfu": float(model_flops / step[i] / gpus / peak),
                 "tokens_per_s": float(job.global_batch * job.model.seq_len / step[i]),
@@ -355,7 +358,15 @@ def _best(c, kept_index, kept_rows, job, gpu, gpus: int, top_k: int, offset: int
                 "candidate": int(offset + j),
             }
         )
-    return rows
+    return out
+
+
+def _layout_row(c, j: int) -> dict[str, Any]:
+    """Candidate ``j``'s layout as plain values (recompute by name)."""
+    row = {k: int(c[k][j]) for k in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch")}
+    row["recompute"] = RECOMPUTE_NAMES[int(c["recompute"][j])]
+    row["zero"] = int(c["zero"][j])
+    return row
 
 
 def merge_search_results(results: list[SearchResult], *, top_k: int) -> SearchResult:

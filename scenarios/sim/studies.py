@@ -28,10 +28,10 @@ from scenarios.sim.failures import (
 )
 from scenarios.sim.failures.model import DEGRADE_KINDS
 from scenarios.sim.format.power import EVENT_CODES, JobEvents, PowerSpec, job_events, parse_power
-from scenarios.sim.format.scenario import Scenario
+from scenarios.sim.format.scenario import CheckedScenario, Scenario, checked_scenario
 from scenarios.sim.placement import place_job
 from scenarios.sim.power import PowerResult, power_inputs, simulate_power
-from scenarios.sim.step.model import predict
+from scenarios.sim.step.model import predict, scenario_gpu
 from scenarios.sim.step.result import StepResult
 
 #: Component kinds whose loss slows the job instead of stopping it, and the part of the fabric
@@ -53,14 +53,21 @@ class FailureStudy:
 
 
 def failure_study(
-    scenario: Scenario, *, catalog, plan, fabric, step: StepResult | None = None, step_times=None
+    scenario: Scenario | CheckedScenario,
+    *,
+    catalog,
+    plan,
+    fabric,
+    step: StepResult | None = None,
+    step_times=None,
 ) -> FailureStudy:
     """Build the failure study of ``scenario`` on its ``plan`` / ``fabric``.
 
     Parameters
     ----------
-    scenario : Scenario
-        Its ``failures`` section (defaults when absent) and job.
+    scenario : Scenario or CheckedScenario
+        Its ``failures`` section (defaults when absent) and job; validated against ``catalog``
+        once (unless it is a ``CheckedScenario`` of it), its step predictions reuse that.
     catalog : Catalog
     plan, fabric : FabricPlan, CompiledFabric
         The cluster the job runs on (its idle servers are hot spares).
@@ -70,11 +77,13 @@ def failure_study(
         ``{"step_time_s", "degraded_step_time_s": {kind: s}}`` computed earlier (a chunk of a
         split run gets them from the run's first task instead of predicting four times again).
     """
+    checked = checked_scenario(scenario, catalog)
+    scenario = checked.scenario
     spec = scenario.failures or parse_failures(None)
     model = failure_components(plan, fabric, place_job(fabric, scenario.job).nodes, catalog)
     if step_times is None:
-        step = step or predict(scenario, catalog=catalog, fabric=fabric)
-        degraded = _degraded(scenario, catalog, fabric, model)
+        step = step or predict(checked, catalog=catalog, fabric=fabric)
+        degraded = _degraded(checked, catalog, fabric, model)
         step_times = {"step_time_s": step.step_time_s, "degraded_step_time_s": degraded}
     run_kwargs = {
         "step_time_s": float(step_times["step_time_s"]),
@@ -85,12 +94,12 @@ def failure_study(
     return FailureStudy(model=model, spec=spec, run_kwargs=run_kwargs, step=step)
 
 
-def _degraded(scenario: Scenario, catalog, fabric, model: FailureModel) -> dict[str, float]:
+def _degraded(checked: CheckedScenario, catalog, fabric, model: FailureModel) -> dict[str, float]:
     """Step time with one part of each degrading kind the job uses lost (the core on the
     degraded fabric)."""
     used = model.counts()
     return {
-        kind: predict(scenario, catalog=catalog, fabric=degraded_fabric(fabric, kind)).step_time_s
+        kind: predict(checked, catalog=catalog, fabric=degraded_fabric(fabric, kind)).step_time_s
         for kind in DEGRADING
         if used.get(kind, 0) > 0
     }
@@ -141,7 +150,7 @@ def power_events_from_failures(event_log: list[dict] | None, *, checkpoint_s: fl
 
 
 def power_study(
-    scenario: Scenario,
+    scenario: Scenario | CheckedScenario,
     *,
     catalog,
     plan,
@@ -151,10 +160,11 @@ def power_study(
     on_progress=None,
 ) -> PowerResult:
     """Simulate the cluster's power draw for ``scenario`` (its ``power`` section, defaults when
-    absent) from the step's per-stage timeline; ``events`` (``job_events``) add the job's life."""
+    absent) from the step's per-stage timeline; ``events`` (``job_events``) add the job's life.
+    ``scenario`` is validated against ``catalog`` unless it is a ``CheckedScenario`` of it."""
+    checked = checked_scenario(scenario, catalog)
+    scenario = checked.scenario
     spec: PowerSpec = scenario.power or parse_power(None)
-    step = step or predict(scenario, catalog=catalog, fabric=fabric)
-    server = catalog.server(scenario.effective_cluster().server)
-    gpu = catalog.gpu(scenario.what_if.gpu or server.gpu)
-    inputs = power_inputs(plan, fabric, step.timeline, gpu)
+    step = step or predict(checked, catalog=catalog, fabric=fabric)
+    inputs = power_inputs(plan, fabric, step.timeline, scenario_gpu(scenario, catalog))
     return simulate_power(inputs, spec, events=events, on_progress=on_progress)

@@ -101,3 +101,80 @@ def test_a_validation_failure_inside_a_run_is_logged_as_one_line(scenario, caplo
     assert "\n" not in record.getMessage() and record.getMessage().startswith(
         f"run {run.pk} failed: job.parallel.tp"
     )
+
+
+# --- what a run's tasks share in one worker process --------------------------------------------
+
+#: 1,500 trials: three blocks of 500, so three chunk tasks.
+FAILURES = {"trials": 1500, "window_days": 20, "spare_servers": 2, "seed": 3}
+POWER = {"window_s": 4, "events": ["checkpoint"]}
+
+
+def counted(monkeypatch, target: str) -> list:
+    """Record every call of ``module.function`` (``target``), still calling it."""
+    module_name, name = target.rsplit(".", 1)
+    module = __import__(module_name, fromlist=[name])
+    original, calls = getattr(module, name), []
+
+    def counting(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_an_unsplit_failure_run_and_a_power_run_check_their_scenario_once(scenario, monkeypatch):
+    services.scenario_update(scenario=scenario, user=scenario.created_by, failures=FAILURES, power=POWER)
+    failures = services.run_start(
+        scenario=scenario, kind="failures", user=scenario.created_by, options={"chunks": 1}
+    )
+    power = services.run_start(scenario=scenario, kind="power", user=scenario.created_by)
+    checks = counted(monkeypatch, "scenarios.sim.format.scenario.check_scenario")
+    assert services.run_execute(run_id=failures.pk) == "succeeded"
+    assert len(checks) == 1  # the predictions on the healthy and the degraded fabrics reuse it
+    assert services.run_execute(run_id=power.pk) == "succeeded"
+    assert len(checks) == 2  # the power run's own, once
+
+
+def split_failures(scenario) -> Run:
+    services.scenario_update(scenario=scenario, user=scenario.created_by, failures=FAILURES)
+    run = services.run_start(
+        scenario=scenario, kind="failures", user=scenario.created_by, options={"chunks": 3}
+    )
+    return run
+
+
+def test_a_failure_run_checks_its_scenario_and_builds_its_study_once_per_worker(
+    scenario, unread_queue, monkeypatch
+):
+    run = split_failures(scenario)
+    checks = counted(monkeypatch, "scenarios.sim.format.scenario.check_scenario")
+    studies = counted(monkeypatch, "scenarios.sim.studies.failure_study")
+    assert services.run_execute(run_id=run.pk) == "split"
+    assert run.chunks.count() == 3
+    assert [services.run_chunk_compute(run_id=run.pk, index=i) for i in range(3)] == [
+        "waiting",
+        "waiting",
+        "succeeded",
+    ]
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED and run.summary["trials"] == 1500
+    # The split's task validates the scenario; its step predictions (healthy and degraded), the
+    # three chunks and the merge reuse that validation and the study built at the split.
+    assert len(checks) == 1
+    assert len(studies) == 1
+
+
+def test_a_chunk_after_a_scenario_change_builds_its_context_and_study_again(
+    scenario, unread_queue, monkeypatch
+):
+    run = split_failures(scenario)
+    studies = counted(monkeypatch, "scenarios.sim.studies.failure_study")
+    services.run_execute(run_id=run.pk)
+    services.run_chunk_compute(run_id=run.pk, index=0)
+    assert len(studies) == 1
+    changed = {**FAILURES, "spare_servers": 1}
+    services.scenario_update(scenario=scenario, user=scenario.created_by, failures=changed)
+    services.run_chunk_compute(run_id=run.pk, index=1)
+    assert len(studies) == 2  # the cached context was keyed by the scenario as saved

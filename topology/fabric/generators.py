@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from topology.fabric.layout import layout_hall
+from topology.fabric.layout import HallSwitches, layout_hall
 from topology.fabric.plan import (
     LINK_LEAF_SPINE,
     LINK_SERVER_LEAF,
@@ -74,7 +74,9 @@ class _Fabric:
     leaf_up: int
 
 
-def generate(
+# One keyword per generator parameter: the scenario file's cluster keys, and plan.params, so that
+# generate(plan.generator, **plan.params) rebuilds a plan.
+def generate(  # noqa: PLR0913
     name: str,
     *,
     catalog: Catalog,
@@ -116,13 +118,20 @@ def generate(
     ------
     FabricError (a ValueError) naming the parameter and its limit; CatalogError for unknown slugs.
     """
-    name = str(name).replace("_", "-")  # "rail_optimized" and "rail-optimized" both work
-    switch, feed = switch or None, feed or None  # a blank form field means "default"
-    server_spec, nic, fabric = _buildable(
-        name, catalog, server, nodes, oversubscription, nic_gbps, su_nodes, switch, tiers, rack_units
+    request = _Request(
+        name=str(name).replace("_", "-"),  # "rail_optimized" and "rail-optimized" both work
+        server=server,
+        nodes=nodes,
+        oversubscription=oversubscription,
+        nic_gbps=nic_gbps,
+        su_nodes=su_nodes,
+        switch=switch or None,  # a blank form field means "default"
+        tiers=tiers,
+        feed=feed or None,
+        rack_units=rack_units,
     )
-    rail = name != "fat-tree"
-    tree_and_links = _wire(server_spec, nodes, fabric, tiers, rail)
+    server_spec, nic, fabric = _buildable(request, catalog)
+    tree_and_links = _wire(server_spec, nodes, fabric, tiers, request.rail)
     params = {
         "server": server_spec.slug,
         "nodes": int(nodes),
@@ -131,19 +140,40 @@ def generate(
         "su_nodes": int(fabric.nodes_per_leaf_group),
         "switch": fabric.switch.slug,
         "tiers": int(tree_and_links[0].n_tiers),
-        "feed": feed,
+        "feed": request.feed,
         "rack_units": rack_units,
     }
     notes = []
-    if switch is None and fabric.switch.slug != catalog.switch_for_gbps(nic).slug:
+    if request.switch is None and fabric.switch.slug != catalog.switch_for_gbps(nic).slug:
         notes.append(
             f"switch: {catalog.switch_for_gbps(nic).slug} cannot connect {nodes} nodes in 3 tiers; "
             f"chose {fabric.switch.slug}"
         )
-    return _assemble(name, catalog, server_spec, params, fabric, tree_and_links, feed, rack_units, notes)
+    return _assemble(request, catalog, server_spec, params, fabric, tree_and_links, notes)
 
 
-def check_buildable(
+@dataclass(frozen=True)
+class _Request:
+    """The parameters of one generator call (``generate``'s keyword arguments, cleaned)."""
+
+    name: str
+    server: str
+    nodes: int
+    oversubscription: float = 1.0
+    nic_gbps: float | None = None
+    su_nodes: int | None = None
+    switch: str | None = None
+    tiers: int | None = None
+    feed: str | None = None
+    rack_units: int | None = None
+
+    @property
+    def rail(self) -> bool:
+        """Rail-optimized wiring (a leaf per NIC rail) rather than a fat tree."""
+        return self.name != "fat-tree"
+
+
+def check_buildable(  # noqa: PLR0913 (generate's parameters, without the layout ones)
     name: str,
     *,
     catalog: Catalog,
@@ -158,53 +188,42 @@ def check_buildable(
     """Raise the FabricError ``generate`` would raise for these parameters, without building the
     plan (microseconds: the parameter rules and the switch sizing only). This is the real node
     limit of a server and switch: what a scenario is checked against when it is saved."""
-    _buildable(
-        str(name).replace("_", "-"),
-        catalog,
-        server,
-        nodes,
-        oversubscription,
-        nic_gbps,
-        su_nodes,
-        switch or None,
-        tiers,
-        None,
+    request = _Request(
+        name=str(name).replace("_", "-"),
+        server=server,
+        nodes=nodes,
+        oversubscription=oversubscription,
+        nic_gbps=nic_gbps,
+        su_nodes=su_nodes,
+        switch=switch or None,
+        tiers=tiers,
     )
+    _buildable(request, catalog)
 
 
-def _buildable(name, catalog, server, nodes, oversubscription, nic_gbps, su_nodes, switch, tiers, rack_units):
+def _buildable(request: _Request, catalog: Catalog):
+    """The server, its NIC speed and the scale-out fabric of a request (``FabricError`` naming
+    the parameter when it cannot be built)."""
+    name = request.name
     if name not in GENERATORS:
         raise FabricError(f"generator: unknown {name!r} (known: {', '.join(GENERATORS)})")
-    server_spec = catalog.server(server)
-    nic = _check_params(server_spec, nodes, oversubscription, nic_gbps, su_nodes, tiers, rack_units)
+    server_spec = catalog.server(request.server)
+    nic = _check_params(server_spec, request)
     if name == "nvl72":
-        _check_nvl72(server_spec, nodes)
+        _check_nvl72(server_spec, request.nodes)
     elif server_spec.scaleup_domain_gpus > server_spec.gpus_per_server:
         raise FabricError(
             f"server: {server_spec.slug} trays form {server_spec.scaleup_domain_gpus}-GPU racks; "
             "use the nvl72 generator"
         )
-    rail = name != "fat-tree"
-    fabric = _choose_fabric(catalog, server_spec, nodes, nic, oversubscription, su_nodes, switch, tiers, rail)
-    return server_spec, nic, fabric
+    return server_spec, nic, _choose_fabric(catalog, server_spec, request, nic)
 
 
 # ---- parameter checks ------------------------------------------------------------------------
-def _check_params(
-    server: ServerSpec,
-    nodes: int,
-    oversubscription: float,
-    nic_gbps: float | None,
-    su_nodes: int | None,
-    tiers: int | None,
-    rack_units: int | None,
-) -> float:
-    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
-        raise FabricError(f"nodes: must be an integer (got {nodes!r})")
-    if nodes < 1:
-        raise FabricError(f"nodes: must be ≥ 1 (got {nodes})")
-    if nodes > MAX_NODES:
-        raise FabricError(f"nodes: must be ≤ {MAX_NODES:,} (got {nodes:,})")
+def _check_params(server: ServerSpec, request: _Request) -> float:
+    """The request's numbers are in range; the NIC speed (the server's unless overridden)."""
+    _check_nodes(request.nodes)
+    oversubscription, nic_gbps = request.oversubscription, request.nic_gbps
     if not isinstance(oversubscription, int | float) or not math.isfinite(oversubscription):
         raise FabricError(f"oversubscription: must be a number ≥ 1 (got {oversubscription!r})")
     if oversubscription < 1:
@@ -213,15 +232,30 @@ def _check_params(
         raise FabricError(f"nic_gbps: must be a number > 0 (got {nic_gbps!r})")
     if nic_gbps is not None and nic_gbps <= 0:
         raise FabricError(f"nic_gbps: must be > 0 (got {nic_gbps})")
+    _check_shape(request)
+    if server.nics_per_server < 1:
+        raise FabricError(f"server: {server.slug} has no scale-out NIC")
+    return float(nic_gbps if nic_gbps is not None else server.nic_gbps)
+
+
+def _check_nodes(nodes) -> None:
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer):
+        raise FabricError(f"nodes: must be an integer (got {nodes!r})")
+    if nodes < 1:
+        raise FabricError(f"nodes: must be ≥ 1 (got {nodes})")
+    if nodes > MAX_NODES:
+        raise FabricError(f"nodes: must be ≤ {MAX_NODES:,} (got {nodes:,})")
+
+
+def _check_shape(request: _Request) -> None:
+    """Scalable-unit size, tiers and rack height, when given."""
+    su_nodes, tiers, rack_units = request.su_nodes, request.tiers, request.rack_units
     if su_nodes is not None and (not isinstance(su_nodes, int | np.integer) or su_nodes < 1):
         raise FabricError(f"su_nodes: must be an integer ≥ 1 (got {su_nodes!r})")
     if tiers not in (None, 1, 2, 3):
         raise FabricError(f"tiers: must be 2 or 3 (got {tiers!r})")
     if rack_units is not None and (not isinstance(rack_units, int | np.integer) or not 1 <= rack_units <= 60):
         raise FabricError(f"rack_units: must be an integer in 1..60 (got {rack_units!r})")
-    if server.nics_per_server < 1:
-        raise FabricError(f"server: {server.slug} has no scale-out NIC")
-    return float(nic_gbps if nic_gbps is not None else server.nic_gbps)
 
 
 def _check_nvl72(server: ServerSpec, nodes: int) -> None:
@@ -238,18 +272,10 @@ def _check_nvl72(server: ServerSpec, nodes: int) -> None:
 
 
 # ---- switch choice and leaf sizing -----------------------------------------------------------
-def _choose_fabric(
-    catalog: Catalog,
-    server: ServerSpec,
-    nodes: int,
-    nic: float,
-    ratio: float,
-    su_nodes: int | None,
-    switch: str | None,
-    tiers: int | None,
-    rail: bool,
-) -> _Fabric:
+def _choose_fabric(catalog: Catalog, server: ServerSpec, request: _Request, nic: float) -> _Fabric:
     """The scale-out switch and leaf port split; raise when the fabric cannot be built."""
+    nodes, ratio, su_nodes = request.nodes, request.oversubscription, request.su_nodes
+    switch, tiers, rail = request.switch, request.tiers, request.rail
     if switch is not None:
         spec = catalog.switch(switch)
         fabric = _size_leaf(spec, server, nic, ratio, su_nodes, rail)
@@ -478,26 +504,20 @@ def _link_columns(
 
 
 def _assemble(
-    name: str,
+    request: _Request,
     catalog: Catalog,
     server: ServerSpec,
     params: dict[str, Any],
     fabric: _Fabric,
     tree_and_links: tuple[_Tree, np.ndarray],
-    feed: str | None,
-    rack_units: int | None,
     notes: list[str],
 ) -> FabricPlan:
+    """The validated plan: switch and link columns, then the hall the racks are laid out in."""
     tree, leaf_of_port = tree_and_links
     nodes = int(params["nodes"])
-    scaleup = catalog.switch(NVL72_SWITCH_SLUG) if name == "nvl72" else None
-    switch_types = (fabric.switch,) + ((scaleup,) if scaleup else ())
-    switches, leaf_home = _switch_columns(name, tree, fabric, server, nodes, scaleup)
-    nic_gbps = float(params["nic_gbps"])
-    nic_link = catalog.link_for_gbps(nic_gbps)
-    fabric_link = catalog.link_for_gbps(fabric.port_gbps)
-    link_types = (nic_link,) if fabric_link.slug == nic_link.slug else (nic_link, fabric_link)
-    links = _link_columns(tree, leaf_of_port, nic_gbps, fabric.port_gbps, len(link_types) - 1)
+    scaleup = catalog.switch(NVL72_SWITCH_SLUG) if request.name == "nvl72" else None
+    switches, leaf_home = _switch_columns(request.name, tree, fabric, server, nodes, scaleup)
+    link_types, links = _links(catalog, tree, leaf_of_port, float(params["nic_gbps"]), fabric)
     optics_w = switch_optics_w(
         int(switches["switch_type"].size),
         link_a=links["link_a"],
@@ -505,47 +525,66 @@ def _assemble(
         link_w=np.array([t.power_w for t in link_types], dtype=float)[links["link_type"]],
         n_nic_ports=nodes * server.nics_per_server,
     )
+    hall_switches = HallSwitches(
+        fabric_switch=fabric.switch,
+        leaf_home_node=leaf_home,
+        n_upper_switches=tree.spine_pod.size + tree.core_group.size,
+        scaleup_switch=scaleup,
+        scaleup_per_rack=NVL72_SWITCH_TRAYS if scaleup else 0,
+        optics_w=optics_w,
+    )
     hall = layout_hall(
         catalog=catalog,
         server=server,
         nodes=nodes,
-        rack_units=rack_units,
-        scaleup_switch=scaleup,
-        scaleup_per_rack=NVL72_SWITCH_TRAYS if scaleup else 0,
-        fabric_switch=fabric.switch,
-        leaf_home_node=leaf_home,
-        n_upper_switches=tree.spine_pod.size + tree.core_group.size,
-        feed=feed,
-        switch_optics_w=optics_w,
+        rack_units=request.rack_units,
+        switches=hall_switches,
+        feed=request.feed,
     )
     params["rack_units"] = int(hall.units)
     plan = FabricPlan(
-        generator=name,
+        generator=request.name,
         params=params,
         hall_rows=hall.hall_rows,
         hall_cols=hall.hall_cols,
         server=server,
         gpu=catalog.gpu(server.gpu),
-        switch_types=switch_types,
+        switch_types=(fabric.switch,) + ((scaleup,) if scaleup else ()),
         link_types=link_types,
-        feed_types=hall.feed_types,
-        rack_name=hall.rack_name,
-        rack_row=hall.rack_row,
-        rack_col=hall.rack_col,
-        rack_kind=hall.rack_kind,
-        rack_units=hall.rack_units,
-        rack_budget_kw=hall.rack_budget_kw,
-        node_rack=hall.node_rack,
-        node_u=hall.node_u,
-        switch_rack=hall.switch_rack,
-        switch_u=hall.switch_u,
-        feed_type=hall.feed_type,
-        feed_side=hall.feed_side,
-        feed_panel=hall.feed_panel,
-        feed_rack_feed=hall.feed_rack_feed,
-        feed_rack_rack=hall.feed_rack_rack,
         notes=tuple(notes),
+        **_hall_columns(hall),
         **switches,
         **links,
     )
     return plan.validate()
+
+
+def _links(catalog: Catalog, tree: _Tree, leaf_of_port: np.ndarray, nic_gbps: float, fabric: _Fabric):
+    """The link types (NIC cables, then switch-to-switch ones when they differ) and columns."""
+    nic_link = catalog.link_for_gbps(nic_gbps)
+    fabric_link = catalog.link_for_gbps(fabric.port_gbps)
+    link_types = (nic_link,) if fabric_link.slug == nic_link.slug else (nic_link, fabric_link)
+    return link_types, _link_columns(tree, leaf_of_port, nic_gbps, fabric.port_gbps, len(link_types) - 1)
+
+
+def _hall_columns(hall) -> dict[str, Any]:
+    """The plan's rack, position and feed columns of a laid-out hall."""
+    names = (
+        "feed_types",
+        "rack_name",
+        "rack_row",
+        "rack_col",
+        "rack_kind",
+        "rack_units",
+        "rack_budget_kw",
+        "node_rack",
+        "node_u",
+        "switch_rack",
+        "switch_u",
+        "feed_type",
+        "feed_side",
+        "feed_panel",
+        "feed_rack_feed",
+        "feed_rack_rack",
+    )
+    return {name: getattr(hall, name) for name in names}

@@ -53,76 +53,143 @@ class HallLayout:
     feed_rack_rack: np.ndarray
 
 
+@dataclass(frozen=True, eq=False)
+class HallSwitches:
+    """The switches a hall places (in the plan's switch order: leaves, spines and cores,
+    scale-up trays).
+
+    Attributes
+    ----------
+    fabric_switch : SwitchSpec
+        The scale-out switch (leaves, spines, cores).
+    leaf_home_node : ndarray (n_leaves,)
+        The first node a leaf serves; the leaf sits in that node's row.
+    n_upper_switches : int
+        Spines + cores, placed in network rows after the compute rows.
+    scaleup_switch : SwitchSpec, optional
+        The NVLink switch tray of an NVL72 rack.
+    scaleup_per_rack : int
+        NVLink switch trays per compute rack (9 for NVL72, else 0).
+    optics_w : ndarray (S,), optional
+        Transceiver power at each switch (``plan.switch_optics_w``); counted in the budgets.
+    """
+
+    fabric_switch: SwitchSpec
+    leaf_home_node: np.ndarray
+    n_upper_switches: int
+    scaleup_switch: SwitchSpec | None = None
+    scaleup_per_rack: int = 0
+    optics_w: np.ndarray | None = None
+
+
 def layout_hall(
     *,
     catalog: Catalog,
     server: ServerSpec,
     nodes: int,
     rack_units: int | None,
-    scaleup_switch: SwitchSpec | None,
-    scaleup_per_rack: int,
-    fabric_switch: SwitchSpec,
-    leaf_home_node: np.ndarray,
-    n_upper_switches: int,
+    switches: HallSwitches,
     feed: str | None,
-    switch_optics_w: np.ndarray | None = None,
 ) -> HallLayout:
-    """Place nodes, switches and racks on the hall grid and give every rack its 2N feeds.
-
-    Parameters
-    ----------
-    leaf_home_node : (n_leaves,) the first node a leaf serves; the leaf sits in that node's row
-    n_upper_switches : spines + cores, placed in network rows after the compute rows
-    scaleup_per_rack : NVLink switch trays per compute rack (9 for NVL72, else 0)
-    switch_optics_w : (S,) transceiver power at each switch (``plan.switch_optics_w``), in the
-        switches' plan order (leaves, spines and cores, scale-up switches); counted in the budgets
-    """
-    units = rack_units or (NVL72_RACK_UNITS if scaleup_per_rack else DEFAULT_RACK_UNITS)
-    per_rack = _servers_per_rack(server, units, scaleup_switch, scaleup_per_rack)
+    """Place nodes, switches and racks on the hall grid and give every rack its 2N feeds."""
+    units = rack_units or (NVL72_RACK_UNITS if switches.scaleup_per_rack else DEFAULT_RACK_UNITS)
+    fabric_switch = switches.fabric_switch
+    per_rack = _servers_per_rack(server, units, switches.scaleup_switch, switches.scaleup_per_rack)
     per_network_rack = units // fabric_switch.rack_units
     if per_network_rack < 1:
         raise FabricError(
             f"rack_units: a {fabric_switch.slug} needs {fabric_switch.rack_units}U (got {units})"
         )
+    compute = _compute_racks(server, nodes, per_rack)
+    racks = _rack_grid(compute, switches, per_rack, per_network_rack)
+    scaleup_rack, scaleup_u = _scaleup_trays(server, compute["n"], switches, per_rack)
+    n_racks = racks["row"].size
+    switch_rack = np.concatenate([racks["switch_rack"], scaleup_rack]).astype(np.int64)
+    budget_kw = _rack_budget_kw(catalog, server, switches, n_racks, compute["node_rack"], switch_rack)
+    rack_row, rack_col = racks["row"], racks["col"]
+    names = [f"R{r + 1:02d}-{c + 1:02d}" for r, c in zip(rack_row.tolist(), rack_col.tolist(), strict=True)]
+    kind = np.repeat(np.array([RACK_COMPUTE, RACK_NETWORK], np.int64), [compute["n"], n_racks - compute["n"]])
+    return HallLayout(
+        units=units,
+        hall_rows=2 * (int(rack_row.max()) + 1) - 1,
+        hall_cols=int(rack_col.max()) + 1,
+        rack_name=names,
+        rack_row=2 * rack_row,
+        rack_col=rack_col,
+        rack_kind=kind,
+        rack_units=np.full(n_racks, units, np.int64),
+        rack_budget_kw=budget_kw,
+        node_rack=compute["node_rack"].astype(np.int64),
+        node_u=compute["node_u"].astype(np.int64),
+        switch_rack=switch_rack,
+        switch_u=np.concatenate([racks["switch_u"], scaleup_u]).astype(np.int64),
+        **_feeds(catalog, feed, budget_kw, rack_row),
+    )
 
+
+def _compute_racks(server: ServerSpec, nodes: int, per_rack: int) -> dict:
+    """Compute racks in rows of ``COMPUTE_RACKS_PER_ROW``: their rows and columns, each node's
+    rack and U position."""
     n_compute = math.ceil(nodes / per_rack)
     width = min(n_compute, COMPUTE_RACKS_PER_ROW)
-    compute_row = np.arange(n_compute) // width
-    compute_col = np.arange(n_compute) % width
     node = np.arange(nodes)
-    node_rack = node // per_rack
-    node_u = 1 + (node % per_rack) * server.rack_units
+    return {
+        "n": n_compute,
+        "width": width,
+        "row": np.arange(n_compute) // width,
+        "col": np.arange(n_compute) % width,
+        "node_rack": node // per_rack,
+        "node_u": 1 + (node % per_rack) * server.rack_units,
+    }
 
-    n_scaleup = n_compute * scaleup_per_rack
-    tray = np.arange(n_scaleup)
-    scaleup_units = scaleup_switch.rack_units if scaleup_switch else 0
-    scaleup_rack = tray // max(scaleup_per_rack, 1)
-    scaleup_u = 1 + per_rack * server.rack_units + (tray % max(scaleup_per_rack, 1)) * scaleup_units
 
-    leaf_row = (leaf_home_node // per_rack) // width
-    leaves = _row_end_racks(leaf_row, compute_row, per_network_rack, fabric_switch.rack_units)
+def _rack_grid(compute: dict, switches: HallSwitches, per_rack: int, per_network_rack: int) -> dict:
+    """Every rack's logical row and column (compute racks, then the network racks ending each
+    row, then the spine and core rows), and the rack and U of each scale-out switch."""
+    compute_row, width = compute["row"], compute["width"]
+    switch_units = switches.fabric_switch.rack_units
+    leaf_row = (switches.leaf_home_node // per_rack) // width
+    leaves = _row_end_racks(leaf_row, compute_row, per_network_rack, switch_units)
     hall_width = max(width, int(leaves["row_width"].max()))
+    first_upper_row = int(compute_row[-1]) + 1
     upper = _network_rows(
-        n_upper_switches, per_network_rack, fabric_switch.rack_units, hall_width, int(compute_row[-1]) + 1
+        switches.n_upper_switches, per_network_rack, switch_units, hall_width, first_upper_row
     )
-    n_row_network = leaves["row"].size
-    rack_row = np.concatenate([compute_row, leaves["row"], upper["row"]]).astype(np.int64)
-    rack_col = np.concatenate([compute_col, leaves["col"], upper["col"]]).astype(np.int64)
-    n_racks = rack_row.size
-    rack_kind = np.repeat(np.array([RACK_COMPUTE, RACK_NETWORK], np.int64), [n_compute, n_racks - n_compute])
-    switch_rack = np.concatenate(
-        [n_compute + leaves["switch_rack"], n_compute + n_row_network + upper["switch_rack"], scaleup_rack]
-    ).astype(np.int64)
-    switch_u = np.concatenate([leaves["switch_u"], upper["switch_u"], scaleup_u]).astype(np.int64)
+    n_compute, n_row_network = compute["n"], leaves["row"].size
+    return {
+        "row": np.concatenate([compute_row, leaves["row"], upper["row"]]).astype(np.int64),
+        "col": np.concatenate([compute["col"], leaves["col"], upper["col"]]).astype(np.int64),
+        "switch_rack": np.concatenate(
+            [n_compute + leaves["switch_rack"], n_compute + n_row_network + upper["switch_rack"]]
+        ),
+        "switch_u": np.concatenate([leaves["switch_u"], upper["switch_u"]]),
+    }
 
+
+def _scaleup_trays(server: ServerSpec, n_compute: int, switches: HallSwitches, per_rack: int):
+    """Rack and U of every NVLink switch tray, above the compute trays of its rack."""
+    per_compute_rack = switches.scaleup_per_rack
+    tray = np.arange(n_compute * per_compute_rack)
+    tray_units = switches.scaleup_switch.rack_units if switches.scaleup_switch else 0
+    rack = tray // max(per_compute_rack, 1)
+    u = 1 + per_rack * server.rack_units + (tray % max(per_compute_rack, 1)) * tray_units
+    return rack, u
+
+
+def _rack_budget_kw(
+    catalog, server, switches: HallSwitches, n_racks: int, node_rack, switch_rack
+) -> np.ndarray:
+    """Nameplate IT load of every rack (servers, switches, their optics) with the margin (kW)."""
+    n_scaleup = switch_rack.size - switches.leaf_home_node.size - switches.n_upper_switches
+    scaleup_w = switches.scaleup_switch.power_w if switches.scaleup_switch else 0.0
     switch_power_w = np.concatenate(
         [
-            np.full(leaf_row.size + n_upper_switches, fabric_switch.power_w),
-            np.full(n_scaleup, scaleup_switch.power_w if scaleup_switch else 0.0),
+            np.full(switches.leaf_home_node.size + switches.n_upper_switches, switches.fabric_switch.power_w),
+            np.full(n_scaleup, scaleup_w),
         ]
     )
-    if switch_optics_w is not None:
-        switch_power_w = switch_power_w + switch_optics_w
+    if switches.optics_w is not None:
+        switch_power_w = switch_power_w + switches.optics_w
     it_w = rack_nameplate_w(
         n_racks,
         node_rack=node_rack,
@@ -130,27 +197,7 @@ def layout_hall(
         switch_rack=switch_rack,
         switch_w=switch_power_w,
     )
-    budget_kw = it_w * (1.0 + RACK_BUDGET_MARGIN) / 1000.0
-
-    n_rows = int(rack_row.max()) + 1
-    names = [f"R{r + 1:02d}-{c + 1:02d}" for r, c in zip(rack_row.tolist(), rack_col.tolist(), strict=True)]
-    feeds = _feeds(catalog, feed, budget_kw, rack_row)
-    return HallLayout(
-        units=units,
-        hall_rows=2 * n_rows - 1,
-        hall_cols=int(rack_col.max()) + 1,
-        rack_name=names,
-        rack_row=2 * rack_row,
-        rack_col=rack_col,
-        rack_kind=rack_kind,
-        rack_units=np.full(n_racks, units, np.int64),
-        rack_budget_kw=budget_kw,
-        node_rack=node_rack.astype(np.int64),
-        node_u=node_u.astype(np.int64),
-        switch_rack=switch_rack,
-        switch_u=switch_u,
-        **feeds,
-    )
+    return it_w * (1.0 + RACK_BUDGET_MARGIN) / 1000.0
 
 
 def _row_end_racks(

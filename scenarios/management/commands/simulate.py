@@ -14,6 +14,7 @@ from scenarios.sim import (
     MEMORY_KEYS,
     OVERLAP_KEYS,
     ScenarioError,
+    check_scenario,
     load_scenarios,
     predict,
     search_layouts,
@@ -117,12 +118,13 @@ class Command(BaseCommand):
             scenario = replace(scenario, failures=replace(spec, trials=trials))
         plan = cluster_plan(scenario.effective_cluster(), catalog)
         fabric = compile_plan(plan)
-        step = predict(scenario, catalog=catalog, fabric=fabric)
+        checked = check_scenario(scenario, catalog)  # once for the step and both studies
+        step = predict(checked, catalog=catalog, fabric=fabric)
         out = step.to_dict(arrays=options["arrays"])
         events = None
         if options["failures"]:
             failures = run_failure_study(
-                failure_study(scenario, catalog=catalog, plan=plan, fabric=fabric, step=step)
+                failure_study(checked, catalog=catalog, plan=plan, fabric=fabric, step=step)
             )
             out["failures"] = failures.to_dict()
             recovery = out["failures"]["recovery_s"]
@@ -133,7 +135,7 @@ class Command(BaseCommand):
                 interval_s=out["failures"]["checkpoint_interval_min"] * 60.0,
             )
         if options["power"]:
-            power = power_study(scenario, catalog=catalog, plan=plan, fabric=fabric, step=step, events=events)
+            power = power_study(checked, catalog=catalog, plan=plan, fabric=fabric, step=step, events=events)
             out["power"] = power.to_dict()
         if not options["json"]:
             self._print_result(step)

@@ -25,18 +25,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from scenarios.sim.failures.engine import BLOCK_TRIALS, simulate_lanes
-from scenarios.sim.failures.model import (
-    CheckpointSize,
-    FailureModel,
-    checkpoint_size,
-    degraded_fabric,
-    failure_components,
-)
+from scenarios.sim.failures.engine import BLOCK_TRIALS, LanePlan, simulate_lanes
+from scenarios.sim.failures.job import CheckpointSize, checkpoint_size, degraded_fabric
+from scenarios.sim.failures.model import FailureModel, failure_components
 from scenarios.sim.failures.result import FailureResult, block_summary, merge_failure_chunks
 from scenarios.sim.failures.setup import (
     InjectedEvent,
@@ -123,15 +119,11 @@ def run_failure_chunk(
     spec: FailureSpec,
     *,
     blocks: Iterable[int],
-    step_time_s: float,
-    degraded_step_time_s=None,
-    job_work_s: float | None = None,
-    steps: int | None = None,
-    checkpoint: CheckpointSize | None = None,
     injected: Sequence | None = None,
     log_trial: int | None = None,
     on_progress: Callable[[float, str], None] | None = None,
     resolved=None,
+    **job,
 ) -> dict[str, Any]:
     """Simulate some blocks of trials; the JSON-able partial result ``merge_failure_chunks`` reads.
 
@@ -141,82 +133,118 @@ def run_failure_chunk(
     spec : FailureSpec
     blocks : iterable of int
         Block indices, each in ``0 .. failure_blocks(spec) - 1``.
-    step_time_s : float
-        Failure-free step time (s), ``predict(...).step_time_s``.
-    degraded_step_time_s : float or mapping, optional
-        Step time with one spine / core / switch-to-switch link lost (``predict`` on
-        ``degraded_fabric(fabric, kind)``); a float applies to all three; None: no slowdown.
-    job_work_s, steps : optional
-        Job length as failure-free compute seconds or steps (else ``spec.steps``); ignored with
-        ``window_days``.
-    checkpoint : CheckpointSize, optional
-        State size (``checkpoint_size(job)``) for the save and reload times the spec omits.
     injected : sequence of InjectedEvent, or one such sequence per trial, optional
         Replace the random failures by this schedule.
     log_trial : int, optional
         Global trial index whose event log to record (it must lie in ``blocks``).
     on_progress : callable(fraction, message), optional
     resolved : RunSetup, optional
-        ``resolve_run(...)`` of these same arguments, when the caller already has it.
+        ``resolve_run(model, spec, **job)``, when the caller already has it.
+    **job
+        The job's inputs, the keyword arguments of ``setup.resolve_run``:
+
+        step_time_s : float
+            Failure-free step time (s), ``predict(...).step_time_s``.
+        degraded_step_time_s : float or mapping, optional
+            Step time with one spine / core / switch-to-switch link lost (``predict`` on
+            ``degraded_fabric(fabric, kind)``); a float applies to all three; None: no slowdown.
+        job_work_s, steps : optional
+            Job length as failure-free compute seconds or steps (else ``spec.steps``); ignored
+            with ``window_days``.
+        checkpoint : CheckpointSize, optional
+            State size (``checkpoint_size(job)``) for the save and reload times the spec omits.
 
     Returns
     -------
     dict
         ``{"meta": {...}, "blocks": [...]}`` (plain numbers and lists).
     """
-    setup = resolved or resolve_run(
-        model,
-        spec,
-        step_time_s=step_time_s,
-        degraded_step_time_s=degraded_step_time_s,
-        job_work_s=job_work_s,
-        steps=steps,
-        checkpoint=checkpoint,
-    )
+    setup = resolved or resolve_run(model, spec, **job)
     blocks = _check_blocks(spec, blocks)
-    block_trials = [min(BLOCK_TRIALS, spec.trials - b * BLOCK_TRIALS) for b in blocks]
-    first_trial = np.concatenate([[0], np.cumsum(block_trials)])[:-1].astype(int)
-    n_trials = int(sum(block_trials))
-    per_block = -(-(SWEEP_LANES // len(setup.sweep_s)) // failure_blocks(spec))
-    sweep_lanes = [
-        first + np.arange(min(per_block, count))
-        for first, count in zip(first_trial, block_trials, strict=True)
-    ]
-    sweep_trials = np.concatenate(sweep_lanes)
-    n_sweep = len(setup.sweep_s)
-    lane_trial = np.concatenate([np.arange(n_trials), np.tile(sweep_trials, n_sweep)])
-    lane_tau = np.concatenate(
-        [np.full(n_trials, setup.interval_s), np.repeat(setup.sweep_s, sweep_trials.size)]
-    )
-    local_log = None
-    if log_trial is not None:
-        block, offset = divmod(int(log_trial), BLOCK_TRIALS)
-        if block not in blocks:
-            raise ScenarioError(f"log_trial: trial {log_trial} is not in blocks {blocks}")
-        local_log = int(first_trial[blocks.index(block)] + offset)
-    generators, schedule = _sources(model, spec, setup, blocks, injected, n_trials)
+    lanes_of = _ChunkLanes.of(spec, setup, blocks)
+    local_log = _local_log_trial(log_trial, blocks, lanes_of.first_trial)
+    generators, schedule = _sources(model, spec, setup, blocks, injected, lanes_of.n_trials)
     lanes = simulate_lanes(
         setup.config,
+        lanes_of.plan,
         generators=generators,
-        block_trials=block_trials,
-        lane_trial=lane_trial,
-        lane_tau_s=lane_tau,
-        main_lanes=n_trials,
         injected=schedule,
         log_trial=local_log,
         on_progress=on_progress,
     )
-    sweep_offsets = np.concatenate([[0], np.cumsum([part.size for part in sweep_lanes])])
-    out_blocks = []
-    for i, (b, first, count) in enumerate(zip(blocks, first_trial, block_trials, strict=True)):
-        within = sweep_offsets[i] + np.arange(sweep_lanes[i].size)
-        sweep_ids = n_trials + np.arange(n_sweep)[:, None] * sweep_trials.size + within[None, :]
-        out_blocks.append(block_summary(lanes, b, slice(int(first), int(first + count)), sweep_ids, i))
-    chunk = {"meta": setup.meta, "blocks": out_blocks}
+    chunk = {"meta": setup.meta, "blocks": lanes_of.summaries(lanes, blocks)}
     if local_log is not None:
         chunk["event_log"] = lanes.log
         chunk["log_trial"] = int(log_trial)
     return chunk
+
+
+@dataclass(frozen=True)
+class _ChunkLanes:
+    """The lanes of a chunk: every trial of its blocks at the run's checkpoint interval, then
+    the first trials of each block again at each interval of the checkpoint sweep."""
+
+    block_trials: list[int]  # trials of each block
+    first_trial: np.ndarray  # chunk-local index of each block's first trial
+    n_trials: int
+    sweep_lanes: list[np.ndarray]  # per block, the chunk-local trials the sweep repeats
+    n_sweep: int  # intervals of the sweep
+    lane_trial: np.ndarray  # trial of every lane
+    lane_tau_s: np.ndarray  # checkpoint interval of every lane
+
+    @classmethod
+    def of(cls, spec: FailureSpec, setup, blocks: list[int]) -> _ChunkLanes:
+        block_trials = [min(BLOCK_TRIALS, spec.trials - b * BLOCK_TRIALS) for b in blocks]
+        first_trial = np.concatenate([[0], np.cumsum(block_trials)])[:-1].astype(int)
+        n_trials = int(sum(block_trials))
+        n_sweep = len(setup.sweep_s)
+        per_block = -(-(SWEEP_LANES // n_sweep) // failure_blocks(spec))
+        sweep_lanes = [
+            first + np.arange(min(per_block, count))
+            for first, count in zip(first_trial, block_trials, strict=True)
+        ]
+        sweep_trials = np.concatenate(sweep_lanes)
+        return cls(
+            block_trials=block_trials,
+            first_trial=first_trial,
+            n_trials=n_trials,
+            sweep_lanes=sweep_lanes,
+            n_sweep=n_sweep,
+            lane_trial=np.concatenate([np.arange(n_trials), np.tile(sweep_trials, n_sweep)]),
+            lane_tau_s=np.concatenate(
+                [np.full(n_trials, setup.interval_s), np.repeat(setup.sweep_s, sweep_trials.size)]
+            ),
+        )
+
+    @property
+    def plan(self) -> LanePlan:
+        return LanePlan(
+            block_trials=self.block_trials,
+            lane_trial=self.lane_trial,
+            lane_tau_s=self.lane_tau_s,
+            main_lanes=self.n_trials,
+        )
+
+    def summaries(self, lanes, blocks: list[int]) -> list[dict[str, Any]]:
+        """Each block's summary (``block_summary``) from the simulated lanes."""
+        sweep_size = sum(part.size for part in self.sweep_lanes)
+        sweep_offsets = np.concatenate([[0], np.cumsum([part.size for part in self.sweep_lanes])])
+        out = []
+        for i, (b, first, count) in enumerate(zip(blocks, self.first_trial, self.block_trials, strict=True)):
+            within = sweep_offsets[i] + np.arange(self.sweep_lanes[i].size)
+            sweep_ids = self.n_trials + np.arange(self.n_sweep)[:, None] * sweep_size + within[None, :]
+            out.append(block_summary(lanes, b, slice(int(first), int(first + count)), sweep_ids, i))
+        return out
+
+
+def _local_log_trial(log_trial: int | None, blocks: list[int], first_trial: np.ndarray) -> int | None:
+    """The chunk-local lane of the global trial ``log_trial`` (None when no log is wanted)."""
+    if log_trial is None:
+        return None
+    block, offset = divmod(int(log_trial), BLOCK_TRIALS)
+    if block not in blocks:
+        raise ScenarioError(f"log_trial: trial {log_trial} is not in blocks {blocks}")
+    return int(first_trial[blocks.index(block)] + offset)
 
 
 def _check_blocks(spec: FailureSpec, blocks: Iterable[int]) -> list[int]:
@@ -239,13 +267,9 @@ def trial_event_log(
     spec: FailureSpec,
     trial: int,
     *,
-    step_time_s: float,
-    degraded_step_time_s=None,
-    job_work_s: float | None = None,
-    steps: int | None = None,
-    checkpoint: CheckpointSize | None = None,
     injected: Sequence | None = None,
     resolved=None,
+    **job,
 ) -> list[dict]:
     """The event log of one trial, re-simulated alone (a trial's events, spares, feeds and
     lemons depend only on its own stream, so it comes out exactly as in the full run).
@@ -258,15 +282,7 @@ def trial_event_log(
         time_s, kind, component, rack, category, effect, downtime_s, degraded_s, spares_left,
         lemon per event.
     """
-    setup = resolved or resolve_run(
-        model,
-        spec,
-        step_time_s=step_time_s,
-        degraded_step_time_s=degraded_step_time_s,
-        job_work_s=job_work_s,
-        steps=steps,
-        checkpoint=checkpoint,
-    )
+    setup = resolved or resolve_run(model, spec, **job)
     block, offset = divmod(int(trial), BLOCK_TRIALS)
     (block,) = _check_blocks(spec, [block])
     count = min(BLOCK_TRIALS, spec.trials - block * BLOCK_TRIALS)
@@ -275,17 +291,14 @@ def trial_event_log(
         if schedules and not isinstance(schedules[0], InjectedEvent):
             injected = schedules[trial]
     generators, schedule = _sources(model, spec, setup, [block], injected, 1)
-    lanes = simulate_lanes(
-        setup.config,
-        generators=generators,
+    plan = LanePlan(
         block_trials=[count],
         lane_trial=np.zeros(1, np.int64),
         lane_tau_s=np.full(1, setup.interval_s),
         main_lanes=1,
         columns=None if injected is not None else np.array([offset]),
-        injected=schedule,
-        log_trial=0,
     )
+    lanes = simulate_lanes(setup.config, plan, generators=generators, injected=schedule, log_trial=0)
     return lanes.log
 
 
@@ -293,37 +306,28 @@ def simulate_failures(
     model: FailureModel,
     spec: FailureSpec,
     *,
-    step_time_s: float,
-    degraded_step_time_s=None,
-    job_work_s: float | None = None,
-    steps: int | None = None,
-    checkpoint: CheckpointSize | None = None,
     blocks: Iterable[int] | None = None,
     injected: Sequence | None = None,
     on_progress: Callable[[float, str], None] | None = None,
+    **job,
 ) -> FailureResult:
     """Monte Carlo of the job under failures: every block (or ``blocks``), merged, with the event
     log of the trial nearest the median.
 
-    Parameters are those of :func:`run_failure_chunk`.
+    Parameters are those of :func:`run_failure_chunk` (``**job``: the job's inputs of
+    ``resolve_run``: step_time_s, degraded_step_time_s, job_work_s, steps, checkpoint).
 
     Returns
     -------
     FailureResult
     """
-    kwargs = {
-        "step_time_s": step_time_s,
-        "degraded_step_time_s": degraded_step_time_s,
-        "job_work_s": job_work_s,
-        "steps": steps,
-        "checkpoint": checkpoint,
-        "injected": injected,
-    }
     blocks = range(failure_blocks(spec)) if blocks is None else blocks
-    setup = resolve_run(model, spec, **{k: v for k, v in kwargs.items() if k != "injected"})
-    chunk = run_failure_chunk(model, spec, blocks=blocks, on_progress=on_progress, resolved=setup, **kwargs)
+    setup = resolve_run(model, spec, **job)
+    chunk = run_failure_chunk(
+        model, spec, blocks=blocks, injected=injected, on_progress=on_progress, resolved=setup, **job
+    )
     result = merge_failure_chunks([chunk])
-    log = trial_event_log(model, spec, result.representative_trial, resolved=setup, **kwargs)
+    log = trial_event_log(model, spec, result.representative_trial, injected=injected, resolved=setup, **job)
     return result.with_event_log(log)
 
 

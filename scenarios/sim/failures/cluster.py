@@ -333,8 +333,7 @@ class ClusterState:
         Updates ``out`` (stop, degrade or absorbed) and ``ev["removes"]`` in place.
         """
         cfg = self.cfg
-        t = ev["t"]
-        tr = t[rows]
+        tr = ev["t"][rows]
         feed = cfg.member_feed[member[rows]]
         live = self.feed_time[rows] > tr[:, None]
         already = np.any(live & (self.feed_row[rows] == feed[:, None]), axis=1)
@@ -342,6 +341,19 @@ class ClusterState:
         rows, tr, feed = rows[~already], tr[~already], feed[~already]
         if rows.size == 0:
             return
+        self._record_feed_down(rows, tr, feed)
+        racks = cfg.feed_racks[feed]
+        single = np.any((racks >= 0) & (cfg.rack_n_feeds[np.maximum(racks, 0)] == 1), axis=1)
+        if not (live.any(axis=1)[~already] | single).any():  # nothing else down: every rack keeps a feed
+            out[rows] = E_ABSORBED
+            return
+        lost, any_down = self._racks_without_power(rows, tr, feed)
+        out[rows] = np.where(any_down & (lost > 0), E_STOP, np.where(any_down, E_DEGRADE, E_ABSORBED))
+        ev["removes"] = ev["removes"].copy()
+        ev["removes"][rows] = lost
+
+    def _record_feed_down(self, rows, tr, feed) -> None:
+        """Note each trial's failed feed and when it is back (the table widens when full)."""
         free = ~(self.feed_time[rows] > tr[:, None])
         if not free.any(axis=1).all():
             self.feed_row = np.concatenate([self.feed_row, np.full_like(self.feed_row, -1)], axis=1)
@@ -349,18 +361,19 @@ class ClusterState:
             free = ~(self.feed_time[rows] > tr[:, None])
         column = np.argmax(free, axis=1)
         self.feed_row[rows, column] = feed
-        self.feed_time[rows, column] = tr + cfg.feed_repair_s
-        racks = cfg.feed_racks[feed]
-        single = np.any((racks >= 0) & (cfg.rack_n_feeds[np.maximum(racks, 0)] == 1), axis=1)
-        if not (live.any(axis=1)[~already] | single).any():  # nothing else down: every rack keeps a feed
-            out[rows] = E_ABSORBED
-            return
+        self.feed_time[rows, column] = tr + self.cfg.feed_repair_s
+
+    def _racks_without_power(self, rows, tr, feed) -> tuple[np.ndarray, np.ndarray]:
+        """For each trial, the servers lost with the racks of ``feed`` that have no feed left
+        (back when their first feed is), and whether any rack went dark; the lost servers go
+        to the repair pool and the dark racks' spines and cores degrade the fabric."""
+        cfg = self.cfg
         times = self.feed_time[rows]
         entries = np.where(times > tr[:, None], self.feed_row[rows], -1)  # (S, Q)
         served = np.where(entries[:, :, None] >= 0, cfg.feed_racks[np.maximum(entries, 0)], -1)  # (S, Q, K)
         lost = np.zeros(rows.size, np.int64)
         any_down = np.zeros(rows.size, bool)
-        for k in range(cfg.feed_racks.shape[1]):
+        for k in range(cfg.feed_racks.shape[1]):  # the (few) racks one feed serves, not trials
             rack = cfg.feed_racks[feed, k]
             hit = np.any(served == rack[:, None, None], axis=2) & (rack[:, None] >= 0)  # (S, Q)
             down = (rack >= 0) & (hit.sum(axis=1) == cfg.rack_n_feeds[np.maximum(rack, 0)])
@@ -376,6 +389,4 @@ class ClusterState:
             for d in range(cfg.rack_degrades.shape[1]):
                 deg = sel[cfg.rack_degrades[rack[sel], d]]
                 self.deg_until[d, rows[deg]] = np.maximum(self.deg_until[d, rows[deg]], back[deg])
-        out[rows] = np.where(any_down & (lost > 0), E_STOP, np.where(any_down, E_DEGRADE, E_ABSORBED))
-        ev["removes"] = ev["removes"].copy()
-        ev["removes"][rows] = lost
+        return lost, any_down

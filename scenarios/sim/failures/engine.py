@@ -47,6 +47,7 @@ __all__ = [
     "STOP",
     "STOP_REMOVE",
     "EngineConfig",
+    "LanePlan",
     "LaneResults",
     "simulate_lanes",
 ]
@@ -143,25 +144,12 @@ class LaneResults:
         return self.goodput_s / self.wall_s
 
 
-def simulate_lanes(
-    cfg: EngineConfig,
-    *,
-    generators,
-    block_trials: list[int],
-    lane_trial: np.ndarray,
-    lane_tau_s: np.ndarray,
-    main_lanes: int,
-    columns: np.ndarray | None = None,
-    injected=None,
-    log_trial: int | None = None,
-    on_progress: Callable[[float, str], None] | None = None,
-) -> LaneResults:
-    """Simulate every lane until it finishes the job (or its window ends).
+@dataclass(frozen=True)
+class LanePlan:
+    """What lanes a simulation runs (a lane is one trial at one checkpoint interval).
 
-    Parameters
+    Attributes
     ----------
-    cfg : EngineConfig
-    generators : list of numpy.random.Generator, one per block (None with ``injected``)
     block_trials : list of int
         Trials of each block, in order; trials are numbered block after block.
     lane_trial : ndarray (lanes,) int
@@ -174,6 +162,31 @@ def simulate_lanes(
     columns : ndarray of int, optional
         Simulate only these trials of the blocks (a trial's stream does not depend on the
         others), numbered as if all were present; ``lane_trial`` indexes into ``columns``.
+    """
+
+    block_trials: list[int]
+    lane_trial: np.ndarray
+    lane_tau_s: np.ndarray
+    main_lanes: int
+    columns: np.ndarray | None = None
+
+
+def simulate_lanes(
+    cfg: EngineConfig,
+    plan: LanePlan,
+    *,
+    generators,
+    injected=None,
+    log_trial: int | None = None,
+    on_progress: Callable[[float, str], None] | None = None,
+) -> LaneResults:
+    """Simulate every lane until it finishes the job (or its window ends).
+
+    Parameters
+    ----------
+    cfg : EngineConfig
+    plan : LanePlan
+    generators : list of numpy.random.Generator, one per block (None with ``injected``)
     injected : (times (K, T), classes (K, T), members (K, T)), optional
         A fixed event schedule instead of random draws (tests); padding has class -1.
     log_trial : int, optional
@@ -184,10 +197,7 @@ def simulate_lanes(
     -------
     LaneResults
     """
-    sim = _Simulation(
-        cfg, generators, block_trials, lane_trial, lane_tau_s, main_lanes, columns, injected, log_trial
-    )
-    return sim.run(on_progress)
+    return _Simulation(cfg, plan, generators, injected, log_trial).run(on_progress)
 
 
 class _Simulation:
@@ -198,9 +208,9 @@ class _Simulation:
     quantity stays finite.
     """
 
-    def __init__(
-        self, cfg, generators, block_trials, lane_trial, lane_tau_s, main_lanes, columns, injected, log_trial
-    ):
+    def __init__(self, cfg, plan: LanePlan, generators, injected, log_trial):
+        block_trials, columns, main_lanes = plan.block_trials, plan.columns, plan.main_lanes
+        lane_trial, lane_tau_s = plan.lane_trial, plan.lane_tau_s
         self.cfg = cfg
         self.stream = EventStream(cfg, generators, block_trials, injected, columns)
         self.block_of_trial = np.repeat(np.arange(len(block_trials)), block_trials)
@@ -304,20 +314,7 @@ class _Simulation:
             first_end[hot] = np.min(np.where(inside, du, end[hot]), axis=0)
         self._advance(None, start, up * (first_end - start), rho, up)
         if hot.size:
-            n_inside = inside.sum(axis=0)
-            split = n_inside > 0
-            idx, du, n_inside = hot[split], du[:, split], n_inside[split]
-            if idx.size:
-                # the repairs falling inside the interval, in order, then its end
-                bounds = np.sort(np.where(inside[:, split], du, end[idx]), axis=0)
-                bounds = np.concatenate([bounds, end[idx][None, :]], axis=0)
-                for j in range(int(n_inside.max())):
-                    pick = np.flatnonzero((n_inside > j) & ~self.done[idx])
-                    if pick.size == 0:
-                        break
-                    lanes, piece_start = idx[pick], bounds[j, pick]
-                    dt = bounds[j + 1, pick] - piece_start
-                    self._advance(lanes, piece_start, dt, self._rho(du[:, pick], piece_start), dt >= 0)
+            self._advance_repaired_pieces(hot, du, inside, end)
         over = active & ~self.done & (lane_t >= self.horizon)
         if over.any():
             still_down = over & self.down
@@ -326,6 +323,24 @@ class _Simulation:
             self.done |= over
             self.stalled |= over & self.job_mode
         self.t_prev = np.maximum(self.t_prev, end * active)
+
+    def _advance_repaired_pieces(self, hot, du, inside, end) -> None:
+        """The degraded lanes ``hot`` whose parts come back before ``end``: run each piece
+        between those repairs (the repairs in order, then ``end``) at its own progress rate."""
+        n_inside = inside.sum(axis=0)
+        split = n_inside > 0
+        idx, du, n_inside = hot[split], du[:, split], n_inside[split]
+        if not idx.size:
+            return
+        bounds = np.sort(np.where(inside[:, split], du, end[idx]), axis=0)
+        bounds = np.concatenate([bounds, end[idx][None, :]], axis=0)
+        for j in range(int(n_inside.max())):  # at most three repairs per interval
+            pick = np.flatnonzero((n_inside > j) & ~self.done[idx])
+            if pick.size == 0:
+                break
+            lanes, piece_start = idx[pick], bounds[j, pick]
+            dt = bounds[j + 1, pick] - piece_start
+            self._advance(lanes, piece_start, dt, self._rho(du[:, pick], piece_start), dt >= 0)
 
     def _rho(self, du: np.ndarray, at: np.ndarray) -> np.ndarray:
         """Progress rate (nominal / degraded step time) at ``at``; ``du`` (3, n) degraded-until."""

@@ -30,9 +30,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scenarios.sim.format.errors import ScenarioError
-from scenarios.sim.format.scenario import JobSpec
-from scenarios.sim.step.flops import embedding_params, layer_params
-from scenarios.sim.step.network import fabric_with_capacity_scale
 from topology.fabric.plan import LINK_LEAF_SPINE, LINK_SPINE_CORE, TIER_CORE, TIER_LEAF, TIER_SPINE
 
 if TYPE_CHECKING:
@@ -43,11 +40,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CATEGORIES",
     "DEGRADE_KINDS",
-    "CheckpointSize",
     "FailureModel",
     "HazardClass",
-    "checkpoint_size",
-    "degraded_fabric",
     "failure_components",
 ]
 
@@ -61,11 +55,6 @@ SERVER_KINDS = ("gpu", "hbm", "host", "nic", "psu")
 STOP_REMOVE, DEGRADE, FEED = "stop_remove", "degrade", "feed"
 #: Which repair time returns a removed part: spec.repair_hours, switch_, link_ or feed_repair_hours.
 REPAIR_KINDS = ("server", "switch", "link", "feed")
-
-#: Checkpoint bytes per parameter: bf16 weights (2) + fp32 master weights (4) + Adam m and v
-#: (4 + 4); gradients are not saved (Megatron-LM distributed optimizer checkpoint layout, the
-#: same 12 B of optimizer state as scenarios.sim.step.memory).
-CHECKPOINT_BYTES_PER_PARAM = 14.0
 
 
 @dataclass(frozen=True)
@@ -265,7 +254,31 @@ def failure_components(
     ScenarioError
         When ``job_nodes`` is empty, repeats a node or names one outside the design.
     """
-    n_nodes = plan.n_nodes
+    slots = _job_slots(plan.n_nodes, job_nodes)
+    job = _JobParts.of(plan, fabric, slots)
+    specs = _specs(plan, catalog)
+    used = _used_network(plan, fabric, job.nic_leaf)
+    builder = _Builder()
+    _add_server_hazards(builder, specs, job)
+    _add_network_hazards(builder, plan, fabric, specs, job, used)
+    racks = _rack_structure(plan, job.node_rack, job.nic_leaf, job.nics, used)
+    _add_feed_hazards(builder, plan, specs, racks)
+    return FailureModel(
+        n_racks=int(plan.n_racks),
+        n_design_nodes=int(plan.n_nodes),
+        gpus_per_server=job.gpus,
+        nics_per_server=int(job.nics),
+        job_nodes=slots,
+        node_rack=job.node_rack,
+        nic_leaf=job.nic_leaf,
+        switch_rack=np.asarray(plan.switch_rack),
+        **builder.arrays(),
+        **racks,
+    )
+
+
+def _job_slots(n_nodes: int, job_nodes) -> np.ndarray:
+    """The job's design node indices, checked (every node by default)."""
     slots = np.arange(n_nodes, dtype=np.int64) if job_nodes is None else np.asarray(job_nodes, np.int64)
     if slots.ndim != 1 or slots.size == 0:
         raise ScenarioError("failures.job_nodes: must list at least one node index")
@@ -276,91 +289,106 @@ def failure_components(
         )
     if np.unique(slots).size != slots.size:
         raise ScenarioError("failures.job_nodes: a node is listed twice")
-    specs = _specs(plan, catalog)
-    nics = plan.nics_per_node
-    gpus = int(plan.server.gpus_per_server)
-    ports = (slots[:, None] * nics + np.arange(nics)).ravel()
-    nic_leaf = np.asarray(fabric.nic_leaf)[ports]
-    used = _used_network(plan, fabric, nic_leaf)
-    builder = _Builder()
-    node_rack = np.asarray(plan.node_rack)[slots]
-    n_slots = slots.size
-    slot_of = np.arange(n_slots)
-    gpu_slot = np.repeat(slot_of, gpus)
-    gpu_ids = (slots[:, None] * gpus + np.arange(gpus)).ravel()
-    server = specs["server"]
-    builder.add(
-        "gpu", "gpu", STOP_REMOVE, specs["gpu"].annual_failure_rate, gpu_ids, node_rack[gpu_slot], gpu_slot
-    )
-    builder.add(
-        "hbm",
-        "gpu",
-        STOP_REMOVE,
-        specs["gpu"].hbm_annual_failure_rate,
-        gpu_ids,
-        node_rack[gpu_slot],
-        gpu_slot,
-    )
-    builder.add("host", "host", STOP_REMOVE, server.annual_failure_rate, slots, node_rack, slot_of)
-    nic_slot = np.repeat(slot_of, nics)
-    builder.add(
-        "nic", "host", STOP_REMOVE, server.nic_annual_failure_rate, ports, node_rack[nic_slot], nic_slot
-    )
-    builder.add("psu", "host", STOP_REMOVE, server.psu_annual_failure_rate, slots, node_rack, slot_of)
-    nic_links = np.asarray(fabric.nic_link)[ports]
+    return slots
+
+
+@dataclass(frozen=True)
+class _JobParts:
+    """The server parts of a job (job slot ``i`` is design node ``slots[i]``), slot-major."""
+
+    gpus: int  # per server
+    nics: int  # per server
+    node_rack: np.ndarray  # (N,) rack of each slot
+    gpu_ids: np.ndarray  # (N * gpus,) design GPU index
+    gpu_slot: np.ndarray  # (N * gpus,)
+    ports: np.ndarray  # (N * nics,) design NIC port index
+    nic_slot: np.ndarray  # (N * nics,)
+    nic_leaf: np.ndarray  # (N * nics,) leaf of each port
+    slots: np.ndarray  # (N,)
+
+    @classmethod
+    def of(cls, plan, fabric, slots: np.ndarray) -> _JobParts:
+        nics, gpus = plan.nics_per_node, int(plan.server.gpus_per_server)
+        ports = (slots[:, None] * nics + np.arange(nics)).ravel()
+        slot_of = np.arange(slots.size)
+        return cls(
+            gpus=gpus,
+            nics=nics,
+            node_rack=np.asarray(plan.node_rack)[slots],
+            gpu_ids=(slots[:, None] * gpus + np.arange(gpus)).ravel(),
+            gpu_slot=np.repeat(slot_of, gpus),
+            ports=ports,
+            nic_slot=np.repeat(slot_of, nics),
+            nic_leaf=np.asarray(fabric.nic_leaf)[ports],
+            slots=slots,
+        )
+
+
+def _add_server_hazards(builder: _Builder, specs: dict, job: _JobParts) -> None:
+    """GPU, HBM, host, NIC and PSU faults: the job stops and loses the server."""
+    gpu, server = specs["gpu"], specs["server"]
+    slots, slot_of, gpu_rack = job.slots, np.arange(job.slots.size), job.node_rack[job.gpu_slot]
+    builder.add(_Kind("gpu", "gpu"), gpu.annual_failure_rate, job.gpu_ids, gpu_rack, job.gpu_slot)
+    builder.add(_Kind("hbm", "gpu"), gpu.hbm_annual_failure_rate, job.gpu_ids, gpu_rack, job.gpu_slot)
+    builder.add(_Kind("host", "host"), server.annual_failure_rate, slots, job.node_rack, slot_of)
+    nic_rack = job.node_rack[job.nic_slot]
+    builder.add(_Kind("nic", "host"), server.nic_annual_failure_rate, job.ports, nic_rack, job.nic_slot)
+    builder.add(_Kind("psu", "host"), server.psu_annual_failure_rate, slots, job.node_rack, slot_of)
+
+
+def _add_network_hazards(builder: _Builder, plan, fabric, specs: dict, job: _JobParts, used: dict) -> None:
+    """NIC cables (stop, the server is lost), leaves (stop, their servers are lost), spines,
+    cores and switch-to-switch links (the job slows down)."""
+    nic_links = np.asarray(fabric.nic_link)[job.ports]
     link_rate = specs["link_rate"][plan.link_type]
     link_rack = np.asarray(fabric.link_rack)
     builder.add_grouped(
-        "nic_link",
-        "network",
-        STOP_REMOVE,
+        _Kind("nic_link", "network", repair="link"),
         link_rate[nic_links],
         nic_links,
         link_rack[nic_links],
-        nic_slot,
-        "link",
+        job.nic_slot,
     )
     switch_rate = specs["switch_rate"][plan.switch_type]
     switch_rack = np.asarray(plan.switch_rack)
-    leaves, leaf_removes = used["leaves"], used["leaf_removes"]
+    leaves = used["leaves"]
     builder.add_grouped(
-        "leaf",
-        "network",
-        STOP_REMOVE,
+        _Kind("leaf", "network", repair="switch"),
         switch_rate[leaves],
         leaves,
         switch_rack[leaves],
         -1,
-        "switch",
-        leaf_removes,
+        removes=used["leaf_removes"],
     )
     for kind in ("spine", "core"):
         ids = used[kind]
         builder.add_grouped(
-            kind, "network", DEGRADE, switch_rate[ids], ids, switch_rack[ids], -1, "switch", 0
+            _Kind(kind, "network", DEGRADE, "switch"), switch_rate[ids], ids, switch_rack[ids], -1, removes=0
         )
     links = used["fabric_links"]
     builder.add_grouped(
-        "fabric_link", "network", DEGRADE, link_rate[links], links, link_rack[links], -1, "link", 0
+        _Kind("fabric_link", "network", DEGRADE, "link"),
+        link_rate[links],
+        links,
+        link_rack[links],
+        -1,
+        removes=0,
     )
-    racks = _rack_structure(plan, node_rack, nic_leaf, nics, used)
+
+
+def _add_feed_hazards(builder: _Builder, plan, specs: dict, racks: dict) -> None:
+    """The power feeds of the racks that matter (``racks["feeds"]`` is taken out of ``racks``)."""
     feeds = racks.pop("feeds")
     feed_rate = specs["feed_rate"][np.asarray(plan.feed_type)[feeds]] if feeds.size else np.zeros(0)
     first_rack = racks["feed_racks"][:, 0] if feeds.size else np.zeros(0, np.int64)
     builder.add_grouped(
-        "feed", "power", FEED, feed_rate, feeds, first_rack, -1, "feed", 0, aux=np.arange(feeds.size)
-    )
-    return FailureModel(
-        n_racks=int(plan.n_racks),
-        n_design_nodes=int(n_nodes),
-        gpus_per_server=gpus,
-        nics_per_server=int(nics),
-        job_nodes=slots,
-        node_rack=node_rack,
-        nic_leaf=nic_leaf,
-        switch_rack=switch_rack,
-        **builder.arrays(),
-        **racks,
+        _Kind("feed", "power", FEED, "feed"),
+        feed_rate,
+        feeds,
+        first_rack,
+        -1,
+        removes=0,
+        aux=np.arange(feeds.size),
     )
 
 
@@ -382,6 +410,16 @@ def _specs(plan, catalog) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """What a hazard class is: its kind and category, its effect and which repair returns it."""
+
+    kind: str
+    category: str
+    effect: str = STOP_REMOVE
+    repair: str = "server"
+
+
 class _Builder:
     """Collects hazard classes and concatenates their member arrays."""
 
@@ -392,12 +430,14 @@ class _Builder:
         }
         self.size = 0
 
-    def add(self, kind, category, effect, rate, component, rack, slot, repair="server", removes=1, aux=None):
+    def add(self, kind: _Kind, rate, component, rack, slot, removes=1, aux=None):
         component = np.asarray(component, np.int64)
         count = int(component.size)
         if count == 0:
             return
-        self.classes.append(HazardClass(kind, category, effect, float(rate), self.size, count, repair))
+        self.classes.append(
+            HazardClass(kind.kind, kind.category, kind.effect, float(rate), self.size, count, kind.repair)
+        )
         for key, value in (("component", component), ("rack", rack), ("slot", slot), ("removes", removes)):
             self.columns[key].append(np.broadcast_to(np.asarray(value, np.int64), (count,)).copy())
         self.columns["feed"].append(
@@ -405,7 +445,7 @@ class _Builder:
         )
         self.size += count
 
-    def add_grouped(self, kind, category, effect, rates, component, rack, slot, repair, removes=1, aux=None):
+    def add_grouped(self, kind: _Kind, rates, component, rack, slot, removes=1, aux=None):
         """One class per distinct rate (members of one kind may be of several catalog types)."""
         rates = np.asarray(rates, float)
         count = rates.size
@@ -417,11 +457,8 @@ class _Builder:
             pick = rates == rate
             self.add(
                 kind,
-                category,
-                effect,
                 rate,
                 *(column[pick] for column in columns[:3]),
-                repair=repair,
                 removes=columns[3][pick],
                 aux=None if aux is None else aux[pick],
             )
@@ -515,92 +552,3 @@ def _rack_structure(plan, node_rack, nic_leaf, nics, used) -> dict[str, np.ndarr
         "rack_removes": rack_removes,
         "rack_degrades": rack_degrades,
     }
-
-
-# --- checkpoint state and degraded fabrics ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CheckpointSize:
-    """Bytes a checkpoint writes and a restart reads.
-
-    Attributes
-    ----------
-    save_bytes : float
-        Unique training state written by one checkpoint (every shard once).
-    reload_bytes : float
-        Bytes read from storage by one restart: the state once with ZeRO >= 1 (each rank reads
-        its own shard); without ZeRO every data-parallel replica reads the full state of its
-        model-parallel slice (assumed: no read-once-and-broadcast), ``dp * cp`` times the state.
-    """
-
-    save_bytes: float
-    reload_bytes: float
-
-    def save_s(self, storage_gbytes_per_s: float) -> float:
-        return self.save_bytes / (storage_gbytes_per_s * 1e9)
-
-    def reload_s(self, storage_gbytes_per_s: float) -> float:
-        return self.reload_bytes / (storage_gbytes_per_s * 1e9)
-
-
-def checkpoint_size(job: JobSpec) -> CheckpointSize:
-    """Checkpoint size of a job from its model (``layer_params``, ``embedding_params``).
-
-    ``CHECKPOINT_BYTES_PER_PARAM`` bytes per parameter; ZeRO sharding changes what a restart
-    reads, not what is saved (see :class:`CheckpointSize`).
-    """
-    per_layer = sum(layer_params(job.model).values())
-    embed_in, embed_out = embedding_params(job.model)
-    params = job.model.layers * per_layer + embed_in + embed_out
-    state = params * CHECKPOINT_BYTES_PER_PARAM
-    replicas = 1 if job.zero >= 1 else job.parallel.dp * job.parallel.cp
-    return CheckpointSize(save_bytes=state, reload_bytes=state * replicas)
-
-
-def degraded_fabric(fabric: CompiledFabric, kind: str) -> CompiledFabric:
-    """The fabric with one part of ``kind`` lost, for the caller's degraded step time.
-
-    Routing is unchanged (the core's ECMP spreads over every path), so instead of removing the
-    part, every switch right below it loses the share of its uplink capacity that went to it:
-    one of ``n`` spines costs each leaf of that pod ``1/n`` of its uplinks, one core costs each
-    spine wired to it the share of its uplinks to that core, one leaf uplink costs its leaf
-    ``1/n``. The part is the first one the first NIC's traffic can reach (generated designs
-    are uniform, so any other gives the same figure).
-
-    Parameters
-    ----------
-    fabric : CompiledFabric
-    kind : one of ``DEGRADE_KINDS``
-
-    Returns
-    -------
-    CompiledFabric
-        A copy with scaled capacities (``scenarios.sim.step.network.fabric_with_capacity_scale``),
-        or ``fabric`` itself when it has no such part.
-    """
-
-    if kind not in DEGRADE_KINDS:
-        raise ScenarioError(f"kind: must be one of {', '.join(DEGRADE_KINDS)} (got {kind!r})")
-    up_ptr = np.asarray(fabric.up_ptr)
-    up_link = np.asarray(fabric.up_link)
-    up_upper = np.asarray(fabric.up_upper)
-    lower = np.repeat(np.arange(up_ptr.size - 1), np.diff(up_ptr))
-    tier = np.asarray(fabric.link_tier)[up_link]
-    leaf = int(np.asarray(fabric.nic_leaf)[0])
-    if kind == "fabric_link":
-        affected = lower == leaf
-        share = 1.0 / max(int(affected.sum()), 1)
-    else:
-        wanted = LINK_LEAF_SPINE if kind == "spine" else LINK_SPINE_CORE
-        candidates = np.flatnonzero((tier == wanted) & ((lower == leaf) if kind == "spine" else True))
-        if candidates.size == 0:
-            return fabric
-        part = up_upper[candidates[0]]
-        lowers = np.unique(lower[(tier == wanted) & (up_upper == part)])
-        affected = np.isin(lower, lowers) & (tier == wanted)
-        first = lower == lowers[0]
-        share = np.count_nonzero(first & (up_upper == part)) / np.count_nonzero(first & (tier == wanted))
-    if not affected.any() or share >= 1.0:
-        return fabric
-    return fabric_with_capacity_scale(fabric, up_link[affected], 1.0 - share)

@@ -215,53 +215,16 @@ def merge_failure_chunks(chunks: list[dict[str, Any]]) -> FailureResult:
     ValueError
         When the chunks come from different runs or repeat a block.
     """
-    if not chunks:
-        raise ValueError("chunks: nothing to merge")
-    meta = chunks[0]["meta"]
-    if any(chunk["meta"] != meta for chunk in chunks[1:]):
-        raise ValueError("chunks: they come from different runs (their inputs differ)")
-    blocks = sorted((block for chunk in chunks for block in chunk["blocks"]), key=lambda b: b["index"])
+    meta, blocks = _merged_blocks(chunks)
     indices = [block["index"] for block in blocks]
-    if len(set(indices)) != len(indices):
-        raise ValueError("chunks: a block appears twice")
     trials = sum(block["trials"] for block in blocks)
     mean = {key: math.fsum(b["sums"][key] for b in blocks) / trials for key in blocks[0]["sums"]}
     counts = {key: sum(b["counts"][key] for b in blocks) / trials for key in blocks[0]["counts"]}
     wall = np.array([value for b in blocks for value in b["wall_s"]])
     etr = np.array([value for b in blocks for value in b["etr"]])
     rack = np.sum([np.asarray(b["rack_failures"], np.int64) for b in blocks], axis=0) / trials
-    recovery = {k: meta[k] for k in ("detection_s", "restart_s", "reload_s", "save_s")}
-    rates = {"stop_rate_per_s": meta["stop_rate_per_s"], "planned_rate_per_s": meta["planned_rate_per_s"]}
-
-    def closed(interval_s: float) -> float:
-        return closed_form_etr(
-            stop_rate_per_s=rates["stop_rate_per_s"],
-            planned_rate_per_s=rates["planned_rate_per_s"],
-            interval_s=interval_s,
-            async_save=meta["async_save"],
-            **recovery,
-        )
-
-    sweep_trials = sum(b["sweep_trials"] for b in blocks)
-    sweep = [
-        {
-            "interval_min": interval / 60.0,
-            "etr": math.fsum(b["sweep_etr"][j] for b in blocks) / sweep_trials,
-            "goodput": math.fsum(b["sweep_goodput"][j] for b in blocks) / sweep_trials,
-            "closed_form_etr": closed(interval),
-        }
-        for j, interval in enumerate(meta["sweep_s"])
-    ]
-    closed_etr = closed(meta["interval_s"])
-    by_category = {name: counts[name] for name in INTERRUPTION_CATEGORIES}
-    interruptions = {
-        "total": sum(by_category.values()),
-        "by_category": by_category,
-        "planned": counts["planned"],
-        "degradations": counts["degradations"],
-        "feed_faults_absorbed": counts["feed_faults_absorbed"],
-        "unfinished_trials": round(counts["unfinished"] * trials),
-    }
+    closed_etr = _closed_form(meta, meta["interval_s"])
+    interruptions = _interruptions(counts, trials)
     key = etr * wall if meta["mode"] == "window" else wall
     representative = int(indices_of_trials(blocks)[int(np.argmin(np.abs(key - np.median(key))))])
     return FailureResult(
@@ -275,12 +238,65 @@ def merge_failure_chunks(chunks: list[dict[str, Any]]) -> FailureResult:
         badput_s={k: mean[k] for k in BADPUT_KEYS},
         goodput_s=mean["goodput_s"],
         interruptions=interruptions,
-        sweep=sweep,
+        sweep=_sweep(meta, blocks),
         rack_failures=rack,
         representative_trial=representative,
         blocks=tuple(indices),
         warnings=_warnings(mean["etr"], closed_etr, interruptions, meta),
     )
+
+
+def _merged_blocks(chunks: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The chunks' common meta and their blocks in block order (``ValueError`` when the chunks
+    come from different runs or repeat a block)."""
+    if not chunks:
+        raise ValueError("chunks: nothing to merge")
+    meta = chunks[0]["meta"]
+    if any(chunk["meta"] != meta for chunk in chunks[1:]):
+        raise ValueError("chunks: they come from different runs (their inputs differ)")
+    blocks = sorted((block for chunk in chunks for block in chunk["blocks"]), key=lambda b: b["index"])
+    indices = [block["index"] for block in blocks]
+    if len(set(indices)) != len(indices):
+        raise ValueError("chunks: a block appears twice")
+    return meta, blocks
+
+
+def _closed_form(meta: dict[str, Any], interval_s: float) -> float:
+    """The first-order ETTR of the run's rates and recovery at one checkpoint interval."""
+    return closed_form_etr(
+        stop_rate_per_s=meta["stop_rate_per_s"],
+        planned_rate_per_s=meta["planned_rate_per_s"],
+        interval_s=interval_s,
+        async_save=meta["async_save"],
+        **{k: meta[k] for k in ("detection_s", "restart_s", "reload_s", "save_s")},
+    )
+
+
+def _sweep(meta: dict[str, Any], blocks: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """ETTR and goodput at each interval of the checkpoint sweep, simulated and closed form."""
+    sweep_trials = sum(b["sweep_trials"] for b in blocks)
+    return [
+        {
+            "interval_min": interval / 60.0,
+            "etr": math.fsum(b["sweep_etr"][j] for b in blocks) / sweep_trials,
+            "goodput": math.fsum(b["sweep_goodput"][j] for b in blocks) / sweep_trials,
+            "closed_form_etr": _closed_form(meta, interval),
+        }
+        for j, interval in enumerate(meta["sweep_s"])
+    ]
+
+
+def _interruptions(counts: dict[str, float], trials: int) -> dict[str, Any]:
+    """Mean interruptions per trial by category, and the trials that could not finish."""
+    by_category = {name: counts[name] for name in INTERRUPTION_CATEGORIES}
+    return {
+        "total": sum(by_category.values()),
+        "by_category": by_category,
+        "planned": counts["planned"],
+        "degradations": counts["degradations"],
+        "feed_faults_absorbed": counts["feed_faults_absorbed"],
+        "unfinished_trials": round(counts["unfinished"] * trials),
+    }
 
 
 def indices_of_trials(blocks: list[dict[str, Any]]) -> np.ndarray:

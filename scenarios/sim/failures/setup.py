@@ -23,7 +23,8 @@ from scenarios.sim.failures.engine import (
     STOP_REMOVE,
     EngineConfig,
 )
-from scenarios.sim.failures.model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, CheckpointSize, FailureModel
+from scenarios.sim.failures.job import CheckpointSize
+from scenarios.sim.failures.model import CATEGORIES, DEGRADE_KINDS, SERVER_KINDS, FailureModel
 from scenarios.sim.format.errors import ScenarioError
 from scenarios.sim.format.failures import FailureSpec
 
@@ -160,11 +161,13 @@ def resolve_run(
     spec: FailureSpec,
     *,
     step_time_s: float,
-    degraded_step_time_s,
-    job_work_s: float | None,
-    steps: int | None,
-    checkpoint: CheckpointSize | None,
+    degraded_step_time_s=None,
+    job_work_s: float | None = None,
+    steps: int | None = None,
+    checkpoint: CheckpointSize | None = None,
 ) -> RunSetup:
+    """The engine configuration and the checkpoint intervals of a run, from the failure model,
+    the spec and the job's inputs (step times, length, checkpoint size)."""
     if not (isinstance(step_time_s, int | float) and math.isfinite(step_time_s) and step_time_s > 0):
         raise ScenarioError(f"step_time_s: must be a number above 0 (got {step_time_s!r})")
     rho = _progress_rates(step_time_s, degraded_step_time_s)
@@ -175,38 +178,14 @@ def resolve_run(
         raise ScenarioError("failures.spare_servers: must be ≥ 0")
     tables = _class_tables(model, spec)
     stop_rate, planned_rate = tables.pop("stop_rate"), tables.pop("planned_rate")
-    mttf = 1.0 / stop_rate if stop_rate > 0 else math.inf
-    floor_s = max(step_time_s, save_s if spec.checkpoint.async_save else 0.0)
-    reference = optimal_interval_s(mttf, save_s)
-    optimal = floor_s if spec.checkpoint.async_save else max(reference, floor_s)
-    if not math.isfinite(optimal):
-        optimal = work_s if work_s is not None else spec.window_s
-    interval = optimal if spec.checkpoint.interval_min is None else spec.checkpoint.interval_min * 60.0
-    if spec.checkpoint.async_save and save_s > interval:
-        raise ScenarioError(
-            f"failures.checkpoint.interval_min: an asynchronous save of {save_s:g} s must fit in the "
-            f"interval (got {interval / 60.0:g} min)"
-        )
-    base = reference if math.isfinite(reference) and reference > 0 else interval
-    sweep = sorted({max(s, floor_s) for s in _sweep_intervals(base, interval)})
+    intervals = _Intervals.of(spec, stop_rate, save_s, step_time_s, work_s)
     horizon = spec.window_s if work_s is None else max(MAX_WALL_FACTOR * work_s, work_s + 30 * 86_400.0)
-    lemon = _lemon_setup(model, spec)
     config = EngineConfig(
         **tables,
-        kind_names=KIND_NAMES,
-        category_names=CATEGORIES,
-        job_nodes=model.job_nodes,
-        node_rack=model.node_rack,
-        gpus_per_server=model.gpus_per_server,
-        nics_per_server=model.nics_per_server,
-        feed_racks=model.feed_racks,
-        rack_n_feeds=model.rack_n_feeds,
-        rack_removes=model.rack_removes,
-        rack_degrades=model.rack_degrades,
+        **_model_tables(model),
         feed_repair_s=spec.feed_repair_hours * 3600.0,
-        n_racks=model.n_racks,
         spare_pool=spares + model.idle_nodes,
-        **lemon,
+        **_lemon_setup(model, spec),
         server_repair_s=spec.repair_hours * 3600.0,
         detection_s=spec.detection_s,
         restart_s=spec.restart_min * 60.0,
@@ -233,16 +212,65 @@ def resolve_run(
         "detection_s": spec.detection_s,
         "restart_s": spec.restart_min * 60.0,
         "async_save": spec.checkpoint.async_save,
-        "interval_s": interval,
-        "optimal_s": optimal,
-        "sweep_s": list(sweep),
+        "interval_s": intervals.interval_s,
+        "optimal_s": intervals.optimal_s,
+        "sweep_s": list(intervals.sweep_s),
         "stop_rate_per_s": stop_rate,
         "planned_rate_per_s": planned_rate,
         "spare_pool": spares + model.idle_nodes,
         "n_racks": model.n_racks,
         "job_servers": model.n_job_nodes,
     }
-    return RunSetup(config, interval, optimal, tuple(sweep), stop_rate, planned_rate, meta)
+    return RunSetup(
+        config, intervals.interval_s, intervals.optimal_s, intervals.sweep_s, stop_rate, planned_rate, meta
+    )
+
+
+@dataclass(frozen=True)
+class _Intervals:
+    """The run's checkpoint interval, the optimal one, and the intervals of the sweep (s)."""
+
+    interval_s: float
+    optimal_s: float
+    sweep_s: tuple[float, ...]
+
+    @classmethod
+    def of(cls, spec: FailureSpec, stop_rate: float, save_s: float, step_time_s: float, work_s) -> _Intervals:
+        """Young/Daly's optimum for the stop rate (never below a step, nor with asynchronous
+        saves below the save), the spec's interval when it names one, and the sweep around the
+        optimum."""
+        mttf = 1.0 / stop_rate if stop_rate > 0 else math.inf
+        floor_s = max(step_time_s, save_s if spec.checkpoint.async_save else 0.0)
+        reference = optimal_interval_s(mttf, save_s)
+        optimal = floor_s if spec.checkpoint.async_save else max(reference, floor_s)
+        if not math.isfinite(optimal):
+            optimal = work_s if work_s is not None else spec.window_s
+        interval = optimal if spec.checkpoint.interval_min is None else spec.checkpoint.interval_min * 60.0
+        if spec.checkpoint.async_save and save_s > interval:
+            raise ScenarioError(
+                f"failures.checkpoint.interval_min: an asynchronous save of {save_s:g} s must fit in the "
+                f"interval (got {interval / 60.0:g} min)"
+            )
+        base = reference if math.isfinite(reference) and reference > 0 else interval
+        sweep = sorted({max(s, floor_s) for s in _sweep_intervals(base, interval)})
+        return cls(interval_s=interval, optimal_s=optimal, sweep_s=tuple(sweep))
+
+
+def _model_tables(model: FailureModel) -> dict[str, Any]:
+    """The failure model's structure as the engine configuration's fields."""
+    return {
+        "kind_names": KIND_NAMES,
+        "category_names": CATEGORIES,
+        "job_nodes": model.job_nodes,
+        "node_rack": model.node_rack,
+        "gpus_per_server": model.gpus_per_server,
+        "nics_per_server": model.nics_per_server,
+        "feed_racks": model.feed_racks,
+        "rack_n_feeds": model.rack_n_feeds,
+        "rack_removes": model.rack_removes,
+        "rack_degrades": model.rack_degrades,
+        "n_racks": model.n_racks,
+    }
 
 
 def _progress_rates(step_time_s: float, degraded) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -208,19 +208,20 @@ class WindowEvent:
 
 @dataclass(frozen=True)
 class GpuKnobs:
-    """GPU mitigations: a power floor (fraction of TDP) held while the job runs, a cap (W)."""
+    """GPU mitigations: a power floor (fraction of TDP) held while the job runs, a cap (W).
+    Defaults are the field declarations' (``POWER_GPU``): ``parse_power(None).gpu``."""
 
-    floor_fraction: float = 0.0
-    cap_w: float | None = None
+    floor_fraction: float
+    cap_w: float | None
 
 
 @dataclass(frozen=True)
 class StorageKnobs:
     """Rack energy storage: capacity per GPU (J), grid-side ramp limit (MW/s), round trip."""
 
-    joules_per_gpu: float = 0.0
-    ramp_mw_per_s: float | None = None
-    round_trip_efficiency: float = STORAGE_ROUND_TRIP
+    joules_per_gpu: float
+    ramp_mw_per_s: float | None
+    round_trip_efficiency: float
 
     @property
     def enabled(self) -> bool:
@@ -229,19 +230,20 @@ class StorageKnobs:
 
 @dataclass(frozen=True)
 class PowerSpec:
-    """Window, resolution, events and mitigations of one power simulation (see the module doc)."""
+    """Window, resolution, events and mitigations of one power simulation (see the module doc).
+    Its defaults are the field declarations' (``POWER``): ``parse_power(None)``."""
 
-    window_s: float = 60.0
-    resolution_ms: float = 1.0
-    store_ms: float = 100.0
-    events: tuple[WindowEvent, ...] = ()
-    gpu: GpuKnobs = field(default_factory=GpuKnobs)
-    stagger_groups: int = 1
-    stagger_offset_ms: float | None = None
-    storage: StorageKnobs = field(default_factory=StorageKnobs)
-    pue: float = PUE
-    band_hz: tuple[float, float] = BAND_HZ
-    coarse_resolution_s: float = 1.0
+    window_s: float
+    resolution_ms: float
+    store_ms: float
+    events: tuple[WindowEvent, ...]
+    gpu: GpuKnobs
+    stagger_groups: int
+    stagger_offset_ms: float | None
+    storage: StorageKnobs
+    pue: float
+    band_hz: tuple[float, float]
+    coarse_resolution_s: float
 
     @property
     def samples(self) -> int:

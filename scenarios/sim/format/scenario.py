@@ -370,37 +370,46 @@ def parse_scenario(data: Any) -> Scenario:
     )
 
 
-def check_scenario(scenario: Scenario, catalog) -> None:
+@dataclass(frozen=True, eq=False)
+class CheckedScenario:
+    """A scenario that passed :func:`check_scenario` against ``catalog`` (and only
+    ``check_scenario`` makes one). The core's entry points (``predict``, ``search_layouts``, the
+    failure and power studies) take it to skip validating again: a run validates its scenario
+    once, at the entry of its task, and the derived predictions of one study (the degraded
+    fabrics' step times) reuse that validation. A plain ``Scenario`` is always validated."""
+
+    scenario: Scenario
+    catalog: Any = field(repr=False)
+
+
+def checked_scenario(scenario: Scenario | CheckedScenario, catalog) -> CheckedScenario:
+    """``scenario`` validated against ``catalog``: as given when it is a ``CheckedScenario`` of
+    this very catalog, else through :func:`check_scenario`."""
+    if isinstance(scenario, CheckedScenario):
+        if scenario.catalog is catalog:
+            return scenario
+        scenario = scenario.scenario
+    return check_scenario(scenario, catalog)
+
+
+def check_scenario(scenario: Scenario, catalog) -> CheckedScenario:
     """Catalog-dependent rules: known slugs, the job's nodes and GPU count, precision support.
 
     Parameters
     ----------
     scenario : Scenario
     catalog : topology.fabric.specs.Catalog
+
+    Returns
+    -------
+    CheckedScenario
+        The scenario, marked as valid against this catalog.
     """
     cluster = scenario.effective_cluster()
-    server = _lookup(
-        catalog.server, cluster.server, "what_if.server" if scenario.what_if.server else "cluster.server"
-    )
-    gpu_slug = scenario.what_if.gpu or server.gpu
-    gpu = _lookup(catalog.gpu, gpu_slug, "what_if.gpu" if scenario.what_if.gpu else "gpu")
-    if cluster.switch is not None:
-        _lookup(catalog.switch, cluster.switch, "cluster.switch")
+    server, gpu = _check_slugs(scenario, cluster, catalog)
     _check_buildable(cluster, catalog)
     _check_job_nodes(scenario.job, cluster, server)
-
-    gpus, counted = job_gpus(
-        scenario.job,
-        cluster_nodes=cluster.nodes,
-        gpus_per_server=server.gpus_per_server,
-        scaleup_domain_gpus=server.scaleup_domain_gpus,
-    )
-    p = scenario.job.parallel
-    if p.gpus != gpus:
-        raise ScenarioError(
-            f"job.parallel: dp × tp × pp × cp must equal {counted} "
-            f"(got {p.dp} × {p.tp} × {p.pp} × {p.cp} = {p.gpus})"
-        )
+    _check_job_gpus(scenario.job, cluster, server)
     spares = scenario.failures.spare_servers if scenario.failures is not None else None
     if spares is not None and spares > cluster.nodes:
         raise ScenarioError(
@@ -415,6 +424,33 @@ def check_scenario(scenario: Scenario, catalog) -> None:
         raise ScenarioError(
             f"what_if.slow_nodes: node indices must be < nodes ({cluster.nodes}) "
             f"(got {max(scenario.what_if.slow_nodes)})"
+        )
+    return CheckedScenario(scenario, catalog)
+
+
+def _check_slugs(scenario: Scenario, cluster: ClusterSpec, catalog):
+    """The server, GPU and switch the scenario names exist: (server, gpu) specs."""
+    what_if = scenario.what_if
+    server = _lookup(catalog.server, cluster.server, "what_if.server" if what_if.server else "cluster.server")
+    gpu = _lookup(catalog.gpu, what_if.gpu or server.gpu, "what_if.gpu" if what_if.gpu else "gpu")
+    if cluster.switch is not None:
+        _lookup(catalog.switch, cluster.switch, "cluster.switch")
+    return server, gpu
+
+
+def _check_job_gpus(job: JobSpec, cluster: ClusterSpec, server) -> None:
+    """The parallel degrees multiply to the GPUs the job runs on."""
+    gpus, counted = job_gpus(
+        job,
+        cluster_nodes=cluster.nodes,
+        gpus_per_server=server.gpus_per_server,
+        scaleup_domain_gpus=server.scaleup_domain_gpus,
+    )
+    p = job.parallel
+    if p.gpus != gpus:
+        raise ScenarioError(
+            f"job.parallel: dp × tp × pp × cp must equal {counted} "
+            f"(got {p.dp} × {p.tp} × {p.pp} × {p.cp} = {p.gpus})"
         )
 
 

@@ -36,7 +36,13 @@ from scenarios.sim.format.power import (
     window_event_log,
 )
 from scenarios.sim.power.feeds import feed_capacity_kw, feed_loads, feed_loads_kw
-from scenarios.sim.power.inputs import PowerInputs, check_power_inputs, phase_levels_w, power_inputs
+from scenarios.sim.power.inputs import (
+    PowerDraw,
+    PowerInputs,
+    check_power_inputs,
+    phase_levels_w,
+    power_inputs,
+)
 from scenarios.sim.power.result import PowerResult, entity_arrays, feeds_over_limit, racks_over_budget
 from scenarios.sim.power.series import (
     JobStates,
@@ -57,6 +63,7 @@ from scenarios.sim.power.series import (
 from scenarios.sim.step.pipeline import PHASE_CODES
 
 __all__ = [
+    "PowerDraw",
     "PowerError",
     "PowerInputs",
     "PowerResult",
@@ -461,7 +468,7 @@ def simulate_power(
     inputs : PowerInputs
         From :func:`power_inputs` (or built by hand).
     spec : PowerSpec, optional
-        Window, resolution, window events, mitigations (default ``PowerSpec()``).
+        Window, resolution, window events, mitigations (default ``parse_power(None)``).
     events : JobEvents, optional
         A job-level event log (e.g. a failure simulation's representative trial, via
         :func:`job_events`) for the coarse timeline.
@@ -476,23 +483,15 @@ def simulate_power(
     PowerError
         Bad inputs or spec, one line naming the field and the limit.
     """
-    spec = spec or PowerSpec()
+    spec = spec or parse_power(None)
     check_power_inputs(inputs)
     check_power(spec, tdp_w=inputs.tdp_w, idle_w=inputs.idle_w)
     progress = on_progress or (lambda fraction, message: None)
     window = _window(inputs, spec, window_event_log(spec))
     variants = _variants(inputs, spec, window.dt_s)
-    runs: dict[str, _Run] = {}
-    demand: dict[tuple, _Run] = {}  # runs without storage, by (floor, cap, stagger)
-    for i, variant in enumerate(variants):  # at most six configurations
-        run = _simulate_variant(inputs, spec, window, variant, demand)
-        runs[variant.name] = run
-        if not variant.storage:
-            demand[variant.key] = run
-        progress(0.6 * (i + 1) / len(variants), f"simulated {variant.name}")
+    runs = _simulate_variants(inputs, spec, window, variants, progress)
     base = runs["baseline"]
     configured = runs[variants[-1].name]
-    mitigations = {name: _mitigation_report(run, base) for name, run in runs.items() if name != "baseline"}
     entities = entity_arrays(
         inputs,
         configured.counts,
@@ -507,43 +506,22 @@ def simulate_power(
     if events is not None:
         coarse, coarse_facility, coarse_rack = _coarse(inputs, spec, configured, job_events(events))
     progress(1.0, "done")
-    eta = inputs.psu_efficiency
-    hall = inputs.hall
-    n_halls = int(hall.max(initial=0)) + 1
-    hall_counts = np.zeros((n_halls, configured.counts.shape[1]))
-    np.add.at(hall_counts, hall, configured.counts)
-    hall_const = np.bincount(
-        hall, weights=configured.idle_dc_w / eta + inputs.rack_static_w, minlength=n_halls
-    )
-    hall_mw = (hall_counts / eta @ configured.series + hall_const[:, None]) / 1e6
     storage = None
     if configured.storage:
         storage = {k: v for k, v in configured.storage.items() if k != "rack_needed_kj"}
-    result = PowerResult(
+    return PowerResult(
         spec=spec,
         dt_s=window.dt_s,
         store_dt_s=spec.store_block * window.dt_s,
         facility=dict(configured.figures),
         baseline=dict(base.figures),
-        mitigations=mitigations,
+        mitigations={name: _mitigation_report(run, base) for name, run in runs.items() if name != "baseline"},
         storage=storage,
         feeds_over_limit=feeds_over_limit(inputs, entities["feed"]),
         racks_over_budget=racks_over_budget(inputs, entities["rack"]),
-        counts={
-            "gpus": inputs.n_gpus,
-            "job_gpus": int(np.sum(inputs.gpu_stage >= 0)),
-            "racks": inputs.n_racks,
-            "feeds": inputs.n_feeds,
-            "panels": int(entities["panel"]["panel_peak_kw"].size),
-            "rows": int(configured.counts.shape[1] - 1),
-            "signatures": int(entities["signatures"]),
-            "racks_over_budget": int(np.sum(entities["rack"]["rack_peak_kw"] > inputs.rack_budget_kw)),
-            "feeds_over_limit": int(np.sum(entities["feed"]["feed_utilisation"] > 1)),
-            "feeds_over_limit_side_loss": int(np.sum(entities["feed"]["feed_side_loss_utilisation"] > 1)),
-            "feeds_over_limit_feed_loss": int(np.sum(entities["feed"]["feed_loss_utilisation"] > 1)),
-        },
+        counts=_counts(inputs, configured, entities),
         facility_mw=configured.facility_mw,
-        hall_mw=hall_mw,
+        hall_mw=_hall_mw(inputs, configured),
         row_gpu_w=configured.series[:-1].astype(np.float32),
         rack_arrays=entities["rack"],
         feed_arrays=entities["feed"],
@@ -554,4 +532,48 @@ def simulate_power(
         coarse_facility_mw=coarse_facility,
         coarse_rack_kw=coarse_rack,
     )
-    return result
+
+
+def _simulate_variants(inputs, spec, window: _Window, variants: list[_Variant], progress) -> dict[str, _Run]:
+    """Every variant on the fine window; a storage variant reuses the demand series of the
+    variant without storage that has its (floor, cap, stagger)."""
+    runs: dict[str, _Run] = {}
+    demand: dict[tuple, _Run] = {}  # runs without storage, by (floor, cap, stagger)
+    for i, variant in enumerate(variants):  # at most six configurations
+        run = _simulate_variant(inputs, spec, window, variant, demand)
+        runs[variant.name] = run
+        if not variant.storage:
+            demand[variant.key] = run
+        progress(0.6 * (i + 1) / len(variants), f"simulated {variant.name}")
+    return runs
+
+
+def _hall_mw(inputs: PowerInputs, configured: _Run) -> np.ndarray:
+    """Each hall's draw on the grid side of its supplies (MW), shape (halls, T)."""
+    eta = inputs.psu_efficiency
+    hall = inputs.hall
+    n_halls = int(hall.max(initial=0)) + 1
+    hall_counts = np.zeros((n_halls, configured.counts.shape[1]))
+    np.add.at(hall_counts, hall, configured.counts)
+    hall_const = np.bincount(
+        hall, weights=configured.idle_dc_w / eta + inputs.rack_static_w, minlength=n_halls
+    )
+    return (hall_counts / eta @ configured.series + hall_const[:, None]) / 1e6
+
+
+def _counts(inputs: PowerInputs, configured: _Run, entities: dict) -> dict[str, int]:
+    """What the result covers and how much of it is over its limit."""
+    feed = entities["feed"]
+    return {
+        "gpus": inputs.n_gpus,
+        "job_gpus": int(np.sum(inputs.gpu_stage >= 0)),
+        "racks": inputs.n_racks,
+        "feeds": inputs.n_feeds,
+        "panels": int(entities["panel"]["panel_peak_kw"].size),
+        "rows": int(configured.counts.shape[1] - 1),
+        "signatures": int(entities["signatures"]),
+        "racks_over_budget": int(np.sum(entities["rack"]["rack_peak_kw"] > inputs.rack_budget_kw)),
+        "feeds_over_limit": int(np.sum(feed["feed_utilisation"] > 1)),
+        "feeds_over_limit_side_loss": int(np.sum(feed["feed_side_loss_utilisation"] > 1)),
+        "feeds_over_limit_feed_loss": int(np.sum(feed["feed_loss_utilisation"] > 1)),
+    }

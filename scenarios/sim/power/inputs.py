@@ -26,7 +26,7 @@ from scenarios.sim.format.power import (
 from scenarios.sim.power.feeds import feed_capacity_kw
 from scenarios.sim.step.pipeline import PHASE_CODES, PHASE_KINDS
 
-__all__ = ["PowerInputs", "check_power_inputs", "phase_levels_w", "power_inputs"]
+__all__ = ["PowerDraw", "PowerInputs", "check_power_inputs", "phase_levels_w", "power_inputs"]
 
 _KIND_GROUPS = {
     "compute": ("forward", "backward"),
@@ -156,6 +156,40 @@ class PowerInputs:
         return np.zeros(self.n_racks, np.int64) if self.rack_hall is None else np.asarray(self.rack_hall)
 
 
+@dataclass(frozen=True)
+class PowerDraw:
+    """What a GPU and its server draw beside the phase timeline: GPU levels as fractions of TDP
+    (``phase_levels_w``), the checkpoint-stall level, the GPU's power time constant, the server
+    overhead while running / down as fractions of its ``base_power_w``, the supplies'
+    efficiency. Defaults and sources: ``scenarios.sim.format.power``."""
+
+    compute_fraction: float = COMPUTE_FRACTION
+    comm_fraction: float = COMM_FRACTION
+    wait_fraction: float = WAIT_FRACTION
+    optimizer_fraction: float = OPTIMIZER_FRACTION
+    #: Checkpoint-stall power as a fraction of TDP (never below idle).
+    stall_fraction: float = STALL_FRACTION
+    ramp_ms: float = RAMP_MS
+    server_busy_fraction: float = SERVER_BUSY_FRACTION
+    server_idle_fraction: float = SERVER_IDLE_FRACTION
+    psu_efficiency: float = PSU_EFFICIENCY
+
+    def levels_w(self, tdp_w: float, idle_w: float) -> np.ndarray:
+        """GPU power per phase kind (``phase_levels_w`` with these fractions)."""
+        return phase_levels_w(
+            tdp_w,
+            idle_w,
+            compute_fraction=self.compute_fraction,
+            comm_fraction=self.comm_fraction,
+            wait_fraction=self.wait_fraction,
+            optimizer_fraction=self.optimizer_fraction,
+        )
+
+
+#: The documented draw (``scenarios.sim.format.power``'s defaults).
+DEFAULT_DRAW = PowerDraw()
+
+
 def power_inputs(
     plan,
     fabric,
@@ -163,15 +197,7 @@ def power_inputs(
     catalog_gpu=None,
     *,
     level_w: np.ndarray | None = None,
-    compute_fraction: float = COMPUTE_FRACTION,
-    comm_fraction: float = COMM_FRACTION,
-    wait_fraction: float = WAIT_FRACTION,
-    optimizer_fraction: float = OPTIMIZER_FRACTION,
-    stall_fraction: float = STALL_FRACTION,
-    ramp_ms: float = RAMP_MS,
-    server_busy_fraction: float = SERVER_BUSY_FRACTION,
-    server_idle_fraction: float = SERVER_IDLE_FRACTION,
-    psu_efficiency: float = PSU_EFFICIENCY,
+    draw: PowerDraw = DEFAULT_DRAW,
 ) -> PowerInputs:
     """Build :class:`PowerInputs` from a design and a job (vectorized over racks, links, feeds).
 
@@ -186,14 +212,9 @@ def power_inputs(
     catalog_gpu : GpuSpec, optional
         TDP and idle power (default ``plan.gpu``; pass the what-if GPU when it differs).
     level_w : ndarray (len(PHASE_KINDS),), optional
-        GPU power per phase kind (W); default :func:`phase_levels_w` with the fractions given.
-    stall_fraction : float
-        Checkpoint-stall power as a fraction of TDP (never below idle).
-    ramp_ms : float
-        GPU power time constant (ms).
-    server_busy_fraction, server_idle_fraction : float
-        Server overhead while running / down, as fractions of the server's ``base_power_w``.
-    psu_efficiency : float
+        GPU power per phase kind (W); default ``draw.levels_w``.
+    draw : PowerDraw
+        Fractions, ramp and supply efficiency (default the documented ones).
 
     Returns
     -------
@@ -203,18 +224,46 @@ def power_inputs(
     gpu = catalog_gpu if catalog_gpu is not None else plan.gpu
     tdp_w, idle_w = float(gpu.tdp_w), float(gpu.idle_w)
     if level_w is None:
-        level_w = phase_levels_w(
-            tdp_w,
-            idle_w,
-            compute_fraction=compute_fraction,
-            comm_fraction=comm_fraction,
-            wait_fraction=wait_fraction,
-            optimizer_fraction=optimizer_fraction,
-        )
+        level_w = draw.levels_w(tdp_w, idle_w)
     n_racks = plan.n_racks
-    # Switches with their transceivers (a link's NIC end is in the server's base power): the
-    # plan's one rack-power rule, without the servers.
-    static_w = np.bincount(plan.switch_rack, weights=plan.switch_power_w, minlength=n_racks)
+    base_w = float(plan.server.base_power_w)
+    feeds = _feed_arrays(plan)
+    inputs = PowerInputs(
+        timeline=timeline,
+        gpu_rack=np.asarray(fabric.gpu_rack, dtype=np.int64),
+        tdp_w=tdp_w,
+        idle_w=idle_w,
+        level_w=np.asarray(level_w, dtype=float),
+        stall_w=max(draw.stall_fraction * tdp_w, idle_w),
+        ramp_s=draw.ramp_ms / 1000.0,
+        server_busy_w=draw.server_busy_fraction * base_w,
+        server_idle_w=draw.server_idle_fraction * base_w,
+        psu_efficiency=float(draw.psu_efficiency),
+        rack_servers=np.bincount(plan.node_rack, minlength=n_racks).astype(np.int64),
+        rack_job_servers=np.bincount(plan.node_rack[_job_nodes(fabric, timeline)], minlength=n_racks).astype(
+            np.int64
+        ),
+        # Switches with their transceivers (a link's NIC end is in the server's base power): the
+        # plan's one rack-power rule, without the servers.
+        rack_static_w=np.bincount(plan.switch_rack, weights=plan.switch_power_w, minlength=n_racks),
+        rack_budget_kw=np.asarray(plan.rack_budget_kw, dtype=float),
+        **feeds,
+        rack_name=tuple(plan.rack_name),
+    )
+    check_power_inputs(inputs)
+    return inputs
+
+
+def _job_nodes(fabric, timeline) -> np.ndarray:
+    """Design nodes holding a GPU of the job (none when the timeline's GPUs are not the fabric's)."""
+    stage = np.asarray(timeline.gpu_stage)
+    if stage.size != fabric.n_gpus:
+        return np.zeros(0, int)
+    return np.unique(np.asarray(fabric.gpu_node)[stage >= 0])
+
+
+def _feed_arrays(plan) -> dict:
+    """The feeds' capacities, sides and panels, and the feed-rack connections of a plan."""
     types = plan.feed_types
     type_capacity = feed_capacity_kw(
         [t.volts for t in types],
@@ -224,38 +273,14 @@ def power_inputs(
         [t.derating for t in types],
     )
     panels, feed_panel = np.unique(np.asarray(plan.feed_panel, dtype=str), return_inverse=True)
-    base_w = float(plan.server.base_power_w)
-    stage = np.asarray(timeline.gpu_stage)
-    job_nodes = (
-        np.unique(np.asarray(fabric.gpu_node)[stage >= 0])
-        if stage.size == fabric.n_gpus
-        else np.zeros(0, int)
-    )
-    inputs = PowerInputs(
-        timeline=timeline,
-        gpu_rack=np.asarray(fabric.gpu_rack, dtype=np.int64),
-        tdp_w=tdp_w,
-        idle_w=idle_w,
-        level_w=np.asarray(level_w, dtype=float),
-        stall_w=max(stall_fraction * tdp_w, idle_w),
-        ramp_s=ramp_ms / 1000.0,
-        server_busy_w=server_busy_fraction * base_w,
-        server_idle_w=server_idle_fraction * base_w,
-        psu_efficiency=float(psu_efficiency),
-        rack_servers=np.bincount(plan.node_rack, minlength=n_racks).astype(np.int64),
-        rack_job_servers=np.bincount(plan.node_rack[job_nodes], minlength=n_racks).astype(np.int64),
-        rack_static_w=static_w,
-        rack_budget_kw=np.asarray(plan.rack_budget_kw, dtype=float),
-        feed_capacity_kw=type_capacity[plan.feed_type] if plan.feed_type.size else np.zeros(0),
-        feed_side=np.asarray(plan.feed_side, dtype=np.int64),
-        feed_panel=feed_panel.astype(np.int64).ravel(),
-        pair_feed=np.asarray(plan.feed_rack_feed, dtype=np.int64),
-        pair_rack=np.asarray(plan.feed_rack_rack, dtype=np.int64),
-        rack_name=tuple(plan.rack_name),
-        panel_name=tuple(panels.tolist()),
-    )
-    check_power_inputs(inputs)
-    return inputs
+    return {
+        "feed_capacity_kw": type_capacity[plan.feed_type] if plan.feed_type.size else np.zeros(0),
+        "feed_side": np.asarray(plan.feed_side, dtype=np.int64),
+        "feed_panel": feed_panel.astype(np.int64).ravel(),
+        "pair_feed": np.asarray(plan.feed_rack_feed, dtype=np.int64),
+        "pair_rack": np.asarray(plan.feed_rack_rack, dtype=np.int64),
+        "panel_name": tuple(panels.tolist()),
+    }
 
 
 def _nonnegative(name: str, values, unit: str) -> None:

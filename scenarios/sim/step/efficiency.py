@@ -27,7 +27,7 @@ import numpy as np
 
 from scenarios.sim.format.scenario import ModelSpec
 
-__all__ = ["EfficiencyParams", "LayerTimes", "layer_times", "optimizer_time_s"]
+__all__ = ["ComputeRates", "EfficiencyParams", "LayerTimes", "layer_times", "optimizer_time_s"]
 
 #: Bytes per activation element moved by kernels (bf16/fp16; fp8 GEMM outputs are bf16 too).
 ACTIVATION_BYTES = 2.0
@@ -157,39 +157,12 @@ def gemm_time_s(m, n, k, *, batch, peak_flops: float, hbm_bytes_per_s: float, ef
     return np.maximum(flops / rate, traffic / hbm_bytes_per_s)
 
 
-def layer_times(
-    model: ModelSpec,
-    *,
-    micro_batch,
-    tp,
-    cp=1,
-    ep=1,
-    recompute=0,
-    attention: str = "flash",
-    overlap_tp: bool = False,
-    peak_tflops: float,
-    hbm_tbps: float,
-    eff: EfficiencyParams,
-    bf16_peak_tflops: float | None = None,
-) -> LayerTimes:
-    """Per-GPU compute time of one layer for one microbatch.
+@dataclass(frozen=True)
+class ComputeRates:
+    """What one GPU computes with (a job's precision on a GPU type).
 
-    Parameters
+    Attributes
     ----------
-    model : ModelSpec
-    micro_batch, tp, cp, ep : int or ndarray
-        Micro-batch size (sequences) and parallel degrees (broadcast over candidates).
-    recompute : int or ndarray
-        0 none, 1 selective, 2 full.
-    attention : {"flash", "fused", "standard"}
-        The attention kernel (module docstring). The tiled ones (flash, fused) have no s^2
-        element-wise traffic and recompute the scores in the backward.
-    overlap_tp : bool
-        Comm-GEMM overlap: the four linear GEMMs of the forward and their input-gradient GEMMs
-        of the backward run as ``tp`` chunks of ``tokens / tp`` rows, one per ring step
-        (Wang et al., "Overlap Communication with Dependent Computation via Decomposition",
-        ASPLOS'23, Section 3; Transformer Engine userbuffers ring exchange), each at the
-        efficiency of its smaller shape; the weight-gradient GEMMs stay whole.
     peak_tflops : float
         Dense peak of the job's precision (TFLOP/s).
     hbm_tbps : float
@@ -199,55 +172,107 @@ def layer_times(
         Given for fp8 jobs: Transformer Engine runs the linear GEMMs in fp8 (``peak_tflops``)
         but the attention core (FlashAttention / fused attention) and the output layer in bf16,
         and casts every linear GEMM input to fp8 (``FP8_CAST_BYTES``).
+    """
+
+    peak_tflops: float
+    hbm_tbps: float
+    eff: EfficiencyParams
+    bf16_peak_tflops: float | None = None
+
+    @classmethod
+    def of_gpu(cls, gpu, precision: str) -> ComputeRates:
+        """A catalog GPU's rates for ``precision`` (its calibrated ``efficiency`` constants)."""
+        return cls(
+            peak_tflops=gpu.peak_tflops(precision),
+            hbm_tbps=gpu.hbm_tbps,
+            eff=EfficiencyParams.from_mapping(gpu.efficiency),
+            bf16_peak_tflops=gpu.peak_tflops("bf16") if precision == "fp8" else None,
+        )
+
+    @property
+    def fp8(self) -> bool:
+        return self.bf16_peak_tflops is not None
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """Achievable HBM bandwidth (B/s)."""
+        return self.hbm_tbps * 1e12 * self.eff.hbm_fraction
+
+    def gemm_s(self, m, n, k, batch=1.0):
+        """A GEMM at the job's precision (``gemm_time_s``)."""
+        peak = self.peak_tflops * 1e12
+        return gemm_time_s(
+            m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=self.hbm_bytes_per_s, eff=self.eff
+        )
+
+    @property
+    def bf16_peak_flops(self) -> float:
+        """The bf16 peak (FLOP/s) of the attention core and the output layer."""
+        return (self.bf16_peak_tflops if self.fp8 else self.peak_tflops) * 1e12
+
+    def gemm_bf16_s(self, m, n, k, batch=1.0):
+        """A GEMM at the bf16 peak (the same as ``gemm_s`` unless the job runs in fp8)."""
+        peak = self.bf16_peak_flops
+        return gemm_time_s(
+            m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=self.hbm_bytes_per_s, eff=self.eff
+        )
+
+
+@dataclass(frozen=True)
+class _LayerShape:
+    """Per-GPU extents of one layer for one microbatch (broadcast over candidates)."""
+
+    b: np.ndarray
+    tp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    tokens: np.ndarray  # tokens whose activations live on this GPU (before the tp split)
+    heads_local: np.ndarray
+
+    @classmethod
+    def of(cls, model: ModelSpec, layouts) -> _LayerShape:
+        b, tp, cp, ep = (
+            np.asarray(v, dtype=float) for v in (layouts.micro_batch, layouts.tp, layouts.cp, layouts.ep)
+        )
+        return cls(
+            b=b, tp=tp, cp=cp, ep=ep, tokens=b * float(model.seq_len) / cp, heads_local=model.heads / tp
+        )
+
+
+def layer_times(
+    model: ModelSpec, layouts, rates: ComputeRates, *, attention: str = "flash", overlap_tp: bool = False
+) -> LayerTimes:
+    """Per-GPU compute time of one layer for one microbatch.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    layouts : CandidateLayouts
+        Its micro-batch size (sequences), tp, cp, ep and recompute code (0 none, 1 selective,
+        2 full), broadcast over candidates.
+    rates : ComputeRates
+        Peaks, HBM bandwidth and calibrated constants of the GPU (with fp8: both peaks).
+    attention : {"flash", "fused", "standard"}
+        The attention kernel (module docstring). The tiled ones (flash, fused) have no s^2
+        element-wise traffic and recompute the scores in the backward.
+    overlap_tp : bool
+        Comm-GEMM overlap: the four linear GEMMs of the forward and their input-gradient GEMMs
+        of the backward run as ``tp`` chunks of ``tokens / tp`` rows, one per ring step
+        (Wang et al., "Overlap Communication with Dependent Computation via Decomposition",
+        ASPLOS'23, Section 3; Transformer Engine userbuffers ring exchange), each at the
+        efficiency of its smaller shape; the weight-gradient GEMMs stay whole.
 
     Returns
     -------
     LayerTimes
     """
-    b, tp, cp, ep = (np.asarray(v, dtype=float) for v in (micro_batch, tp, cp, ep))
-    code = np.asarray(recompute)
-    peak = peak_tflops * 1e12
-    hbm = hbm_tbps * 1e12 * eff.hbm_fraction
-    h, kv, s = float(model.hidden), float(model.kv_hidden), float(model.seq_len)
-    tokens = b * s / cp  # tokens whose activations live on this GPU (before the tp split)
-
-    def gemm(m, n, k, batch=1.0):
-        return gemm_time_s(m, n, k, batch=batch, peak_flops=peak, hbm_bytes_per_s=hbm, eff=eff)
-
-    fp8 = bf16_peak_tflops is not None
+    shape = _LayerShape.of(model, layouts)
     flash = attention in TILED_ATTENTION
-    bf16_peak = (bf16_peak_tflops if fp8 else peak_tflops) * 1e12
-
-    def gemm_bf16(m, n, k, batch=1.0):
-        return gemm_time_s(m, n, k, batch=batch, peak_flops=bf16_peak, hbm_bytes_per_s=hbm, eff=eff)
-
-    def linear_gemms(split):
-        def chunked(m, n, k, batch=1.0):
-            return gemm(m / split, n, k, batch * split)
-
-        pair = chunked(tokens, (h + 2 * kv) / tp, h), chunked(tokens, h, h / tp)
-        return (*pair, *_mlp_time(model, chunked, tokens, tp, ep))
-
-    whole = linear_gemms(1.0)
-    split = linear_gemms(tp) if overlap_tp else whole
-    qkv, proj, mlp_up, mlp_down = split
+    whole = _linear_gemms_s(model, shape, rates, 1.0)
+    split = _linear_gemms_s(model, shape, rates, shape.tp) if overlap_tp else whole
     linear, linear_whole = sum(split), sum(whole)
-    heads_local = model.heads / tp
-    if flash:
-        core = tiled_attention_time_s(
-            s / cp, s, model.head_dim, batch=b * heads_local, peak_flops=bf16_peak, eff=eff
-        )
-        core = core / (eff.flash2_fraction if attention == "flash" else 1.0)
-    else:
-        core = gemm_bf16(s / cp, s, model.head_dim, b * heads_local)
-        core = core + gemm_bf16(s / cp, model.head_dim, s, b * heads_local)
-
-    norm_bytes = NORM_RESIDUAL_BYTES_PER_HIDDEN * tokens * h / tp
-    act_bytes = ACT_BYTES_PER_FFN[model.mlp] * tokens * _active_ffn(model) / tp
-    softmax_bytes = 0.0 if flash else SOFTMAX_BYTES_PER_SCORE * b * heads_local * (s / cp) * s
-    cast_bytes = FP8_CAST_BYTES * tokens * (3.0 * h + _active_ffn(model)) / tp if fp8 else 0.0
-    elementwise = (norm_bytes + act_bytes + cast_bytes) / hbm
-    softmax = softmax_bytes / hbm
+    core = _attention_core_s(model, shape, rates, attention)
+    elementwise, softmax = _elementwise_s(model, shape, rates, flash=flash)
 
     forward = linear + core + elementwise + softmax
     core_backward = core * (FLASH_BACKWARD_RATIO if flash else 2.0)
@@ -255,8 +280,9 @@ def layer_times(
     # Selective recompute re-runs the attention core; FlashAttention already does so inside
     # its backward, so it adds nothing there.
     selective = 0.0 if flash else core + softmax
+    code = np.asarray(layouts.recompute)
     recompute_s = np.where(code == 2, forward, np.where(code == 1, selective, 0.0))
-    logits_fwd = gemm_bf16(tokens, model.vocab / tp, h)
+    logits_fwd = rates.gemm_bf16_s(shape.tokens, model.vocab / shape.tp, float(model.hidden))
     return LayerTimes(
         forward_s=np.asarray(forward),
         backward_s=np.asarray(backward),
@@ -265,8 +291,47 @@ def layer_times(
         logits_backward_s=np.asarray(2.0 * logits_fwd),
         gemm_forward_s=np.asarray(linear + core),
         elementwise_forward_s=np.asarray(elementwise + softmax),
-        tp_gemms_s=(qkv, proj, mlp_up, mlp_down),
+        tp_gemms_s=split,
     )
+
+
+def _linear_gemms_s(model: ModelSpec, shape: _LayerShape, rates: ComputeRates, split) -> tuple:
+    """(QKV, projection, MLP up, MLP down) forward time, each GEMM run as ``split`` chunks of
+    rows (comm-GEMM overlap; 1: whole)."""
+    h, kv = float(model.hidden), float(model.kv_hidden)
+    tokens, tp = shape.tokens, shape.tp
+
+    def chunked(m, n, k, batch=1.0):
+        return rates.gemm_s(m / split, n, k, batch * split)
+
+    pair = chunked(tokens, (h + 2 * kv) / tp, h), chunked(tokens, h, h / tp)
+    return (*pair, *_mlp_time(model, chunked, tokens, tp, shape.ep))
+
+
+def _attention_core_s(model: ModelSpec, shape: _LayerShape, rates: ComputeRates, attention: str):
+    """Forward time of the attention core (scores and context) of one layer."""
+    s, cp, batch = float(model.seq_len), shape.cp, shape.b * shape.heads_local
+    if attention in TILED_ATTENTION:
+        core = tiled_attention_time_s(
+            s / cp, s, model.head_dim, batch=batch, peak_flops=rates.bf16_peak_flops, eff=rates.eff
+        )
+        return core / (rates.eff.flash2_fraction if attention == "flash" else 1.0)
+    core = rates.gemm_bf16_s(s / cp, s, model.head_dim, batch)
+    return core + rates.gemm_bf16_s(s / cp, model.head_dim, s, batch)
+
+
+def _elementwise_s(model: ModelSpec, shape: _LayerShape, rates: ComputeRates, *, flash: bool):
+    """Memory-bound forward work of one layer (s): norms, residuals, activation and fp8 casts;
+    and the softmax of a non-tiled attention kernel."""
+    h, s, tokens, tp = float(model.hidden), float(model.seq_len), shape.tokens, shape.tp
+    norm_bytes = NORM_RESIDUAL_BYTES_PER_HIDDEN * tokens * h / tp
+    act_bytes = ACT_BYTES_PER_FFN[model.mlp] * tokens * _active_ffn(model) / tp
+    softmax_bytes = (
+        0.0 if flash else SOFTMAX_BYTES_PER_SCORE * shape.b * shape.heads_local * (s / shape.cp) * s
+    )
+    cast_bytes = FP8_CAST_BYTES * tokens * (3.0 * h + _active_ffn(model)) / tp if rates.fp8 else 0.0
+    hbm = rates.hbm_bytes_per_s
+    return (norm_bytes + act_bytes + cast_bytes) / hbm, softmax_bytes / hbm
 
 
 def tiled_attention_time_s(rows, cols, head_dim, *, batch, peak_flops: float, eff):

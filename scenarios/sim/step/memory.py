@@ -178,26 +178,19 @@ def stage_params(model: ModelSpec, *, tp, pp, ep=1):
 
 def memory_per_gpu(
     model: ModelSpec,
+    layouts,
     *,
-    micro_batch,
-    tp,
-    pp,
-    dp,
-    cp=1,
-    ep=1,
-    vpp=1,
-    microbatches,
-    recompute=0,
-    zero=0,
-    flash: bool = True,
     hbm_gib: float,
+    flash: bool = True,
     fp8: bool = False,
     fp8_params: bool = False,
 ) -> dict[str, np.ndarray]:
     """Memory (bytes) on one GPU of the first pipeline stage, by component.
 
-    With ``fp8`` Transformer Engine keeps an fp8 copy of every linear weight and its transpose
-    (for the backward GEMMs) beside the bf16 weight: +2 B per layer-matrix parameter
+    ``layouts`` (``CandidateLayouts``) gives the micro-batch, the degrees, the microbatches per
+    pipeline, the recompute code and the ZeRO stage of every candidate. With ``fp8``
+    Transformer Engine keeps an fp8 copy of every linear weight and its transpose (for the
+    backward GEMMs) beside the bf16 weight: +2 B per layer-matrix parameter
     (``FP8_WEIGHT_COPY_BYTES``); with ``fp8_params`` the weight lives in fp8 only (1 B + its
     1 B transpose, the bf16 copy's 2 B), so the weights cost what bf16 ones do.
 
@@ -208,42 +201,13 @@ def memory_per_gpu(
         ``headroom`` (HBM minus total; negative when it does not fit), broadcast over candidate
         arrays.
     """
-    dense, expert = stage_params(model, tp=tp, pp=pp, ep=ep)
-    shard = np.asarray(dp, dtype=float) * np.asarray(cp, dtype=float)
-    expert_shard = np.maximum(shard / np.asarray(ep, dtype=float), 1.0)
-    z = np.asarray(zero)
-
-    def sharded(per_param, stage):
-        return per_param * (
-            dense / np.where(z >= stage, shard, 1.0) + expert / np.where(z >= stage, expert_shard, 1.0)
-        )
-
+    sharded = _sharded_bytes(model, layouts)
     weights = sharded(WEIGHT_BYTES, 3)
     if fp8 and not fp8_params:
-        per_layer_params = layer_params(model)
-        matrices = per_layer_params["attention"] + per_layer_params["mlp"]
-        layer_matrices = first_stage_layers(model.layers, pp) * (
-            matrices / np.asarray(tp, float)
-            + per_layer_params["experts"] / (np.asarray(tp, float) * np.asarray(ep, float))
-        )
-        weights = weights + FP8_WEIGHT_COPY_BYTES * layer_matrices
+        weights = weights + FP8_WEIGHT_COPY_BYTES * _layer_matrices(model, layouts)
     grads = sharded(GRAD_BYTES, 2)
     optimizer = sharded(OPTIMIZER_BYTES, 1)
-    per_layer = activation_bytes_per_layer(
-        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=recompute, flash=flash, fp8=fp8
-    )
-    pp_arr = np.asarray(pp, dtype=float)
-    alive = in_flight_layer_microbatches(first_stage_layers(model.layers, pp), pp, vpp, microbatches)
-    activations = per_layer * alive
-    # Full recompute rebuilds one layer's complete activations at a time during backward.
-    full_layer = activation_bytes_per_layer(
-        model, micro_batch=micro_batch, tp=tp, cp=cp, recompute=0, flash=flash, fp8=fp8
-    )
-    activations = activations + np.where(np.asarray(recompute) == 2, full_layer, 0.0)
-    b, t, c = (np.asarray(x, dtype=float) for x in (micro_batch, tp, cp))
-    sbh = model.seq_len / c * b * model.hidden
-    logits = 4.0 * sbh * (1.0 + model.vocab / model.hidden) / t
-    activations = activations + np.where(pp_arr == 1, logits, 0.0)
+    activations = _activations(model, layouts, flash=flash, fp8=fp8)
     reserve = RESERVE_FIXED_GIB * GIB + FRAGMENTATION * activations
     total = weights + grads + optimizer + activations + reserve
     shape = np.broadcast_shapes(*(np.shape(x) for x in (weights, grads, optimizer, activations)))
@@ -258,3 +222,50 @@ def memory_per_gpu(
     out = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in out.items()}
     out["headroom"] = hbm_gib * GIB - out["total"]
     return out
+
+
+def _sharded_bytes(model: ModelSpec, layouts):
+    """``bytes(per_param, stage)``: a first-stage GPU's bytes of a state kept ``per_param``
+    bytes per parameter, sharded over dp x cp (experts over dp x cp / ep) from ZeRO ``stage`` on."""
+    dense, expert = stage_params(model, tp=layouts.tp, pp=layouts.pp, ep=layouts.ep)
+    shard = np.asarray(layouts.dp, dtype=float) * np.asarray(layouts.cp, dtype=float)
+    expert_shard = np.maximum(shard / np.asarray(layouts.ep, dtype=float), 1.0)
+    z = np.asarray(layouts.zero)
+
+    def sharded(per_param, stage):
+        return per_param * (
+            dense / np.where(z >= stage, shard, 1.0) + expert / np.where(z >= stage, expert_shard, 1.0)
+        )
+
+    return sharded
+
+
+def _layer_matrices(model: ModelSpec, layouts):
+    """Parameters of the first stage's linear-layer matrices on one GPU (fp8 weight copies)."""
+    per_layer_params = layer_params(model)
+    matrices = per_layer_params["attention"] + per_layer_params["mlp"]
+    tp, ep = np.asarray(layouts.tp, float), np.asarray(layouts.ep, float)
+    return first_stage_layers(model.layers, layouts.pp) * (
+        matrices / tp + per_layer_params["experts"] / (tp * ep)
+    )
+
+
+def _activations(model: ModelSpec, layouts, *, flash: bool, fp8: bool):
+    """Activation bytes stage 0 holds at its peak: its in-flight (layer, microbatch) sets, one
+    whole layer while full recompute rebuilds it, and with ``pp = 1`` the output layer's."""
+    b, tp, cp, recompute = layouts.micro_batch, layouts.tp, layouts.cp, layouts.recompute
+    per_layer = activation_bytes_per_layer(
+        model, micro_batch=b, tp=tp, cp=cp, recompute=recompute, flash=flash, fp8=fp8
+    )
+    pp, vpp, microbatches = layouts.pp, layouts.vpp, layouts.microbatches
+    alive = in_flight_layer_microbatches(first_stage_layers(model.layers, pp), pp, vpp, microbatches)
+    activations = per_layer * alive
+    # Full recompute rebuilds one layer's complete activations at a time during backward.
+    full_layer = activation_bytes_per_layer(
+        model, micro_batch=b, tp=tp, cp=cp, recompute=0, flash=flash, fp8=fp8
+    )
+    activations = activations + np.where(np.asarray(recompute) == 2, full_layer, 0.0)
+    b, t, c = (np.asarray(x, dtype=float) for x in (b, tp, cp))
+    sbh = model.seq_len / c * b * model.hidden
+    logits = 4.0 * sbh * (1.0 + model.vocab / model.hidden) / t
+    return activations + np.where(np.asarray(pp, dtype=float) == 1, logits, 0.0)

@@ -349,13 +349,14 @@ class CommTable:
         index = np.array([self._keys[key] for key in keys], dtype=np.int64)[inverse]
         return stack_costs(self._costs, index.reshape(size.shape))
 
-    def time_s(self, kind: str, op: str, bytes, *, tp, pp, dp, cp=1, ep=1, bucket_bytes=None) -> np.ndarray:
+    def time_s(self, kind: str, op: str, bytes, *, bucket_bytes=None, **degrees) -> np.ndarray:
         """Time of ``op`` for every candidate (s); arguments broadcast together.
 
         Same semantics as :meth:`CommModel.time_s`, with the parallel degrees of each
-        candidate given as arrays.
+        candidate given as arrays: ``degrees`` are the keyword arguments of :meth:`costs`
+        (tp, pp, dp, and cp, ep defaulting to 1).
         """
-        cost = self.costs(kind, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep)
+        cost = self.costs(kind, **degrees)
         return _bucketed_time_s(cost, op, np.asarray(bytes, dtype=float), bucket_bytes)
 
     def _add(self, keys: list[tuple[str, int, int]]) -> None:

@@ -1,5 +1,5 @@
-"""Pipeline schedules: stage balance, the 1F1B / interleaved op order, its simulation and the
-per-stage phase timeline of one step.
+"""Pipeline schedules: stage balance, the 1F1B / interleaved op order and its simulation, and
+the per-stage phases of a step (``StageTimeline``; ``timeline.stage_timeline`` lays them out).
 
 With ``p`` stages, ``v`` virtual stages (model chunks) per GPU and ``m`` microbatches per
 pipeline, every stage runs ``2 m v`` ops (a forward and a backward of one chunk of one
@@ -22,7 +22,7 @@ Megatron orders (1F1B and interleaved, any ``t_b/t_f``) reach exactly this makes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,6 @@ __all__ = [
     "pipeline_time_s",
     "simulate_schedule",
     "stage_layers",
-    "stage_timeline",
 ]
 
 
@@ -259,7 +258,7 @@ def simulate_schedule(
     return start[:slots].reshape(shape)[:, :n_ops], end[:slots].reshape(shape)[:, :n_ops]
 
 
-# --- the per-stage timeline ------------------------------------------------------------------
+# --- the phases of a step on each stage ----------------------------------------------------
 
 #: Kinds of the phases of a step on one pipeline stage (codes are indices). "comm" is exposed
 #: tensor/context/expert-parallel communication inside a forward or backward pass; "pp_wait" the
@@ -279,10 +278,6 @@ PHASE_LABELS = {
     "straggler": "Straggler wait",
     "idle": "Idle (not in the job)",
 }
-
-#: Gaps shorter than this fraction of the step are rounding (two paths to the same instant
-#: summed in a different order), not bubbles; they are dropped from the timeline.
-_GAP_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -422,144 +417,3 @@ class StageTimeline:
 
 
 _OP_AND_BUBBLE_CODES = [PHASE_CODES[k] for k in ("forward", "backward", "comm", "pp_wait", "bubble")]
-
-
-def stage_timeline(
-    schedule: PipelineSchedule,
-    *,
-    forward_compute_s,
-    forward_comm_s,
-    backward_compute_s,
-    backward_comm_s,
-    p2p_s,
-    tail_s: Sequence[tuple[str, float]] = (),
-    gpu_stage: np.ndarray,
-    op_start_s: np.ndarray | None = None,
-) -> StageTimeline:
-    """Lay one step out phase by phase on every stage, from the simulated schedule.
-
-    Each op is its compute ("forward"/"backward"), its exposed tp/cp/ep communication ("comm")
-    and its pipeline send ("pp_wait"), back to back; the waits before ops and after a stage's
-    last op until the schedule ends are "bubble". Then, on every stage from the schedule's end,
-    the ``tail_s`` phases in the order given (``predict``: straggler wait, exposed dp,
-    optimizer). Zero-length phases are left out.
-
-    Parameters
-    ----------
-    schedule : PipelineSchedule
-    forward_compute_s, forward_comm_s, backward_compute_s, backward_comm_s : float or ndarray (S,)
-        Per op, i.e. one model chunk of one microbatch (s).
-    p2p_s : float or ndarray (S,)
-        One pipeline send, carried by every op (s); 0 for ``pp = 1``.
-    tail_s : sequence of (kind, seconds)
-        Phases after the pipeline, kinds from ``PHASE_KINDS``.
-    gpu_stage : ndarray of int, shape (G,)
-        Stage of every fabric GPU, -1 outside the job.
-    op_start_s : ndarray, shape (S, N), optional
-        Op starts from :func:`simulate_schedule` with the same op durations
-        (compute + comm + p2p, summed in that order); simulated when omitted.
-
-    Returns
-    -------
-    StageTimeline
-    """
-    n_stages = schedule.backward.shape[0]
-    is_backward = schedule.backward
-
-    def per_op(forward, backward):
-        f = np.broadcast_to(np.asarray(forward, dtype=float), (n_stages,))[:, None]
-        b = np.broadcast_to(np.asarray(backward, dtype=float), (n_stages,))[:, None]
-        return np.where(is_backward, b, f)
-
-    parts = (
-        per_op(forward_compute_s, backward_compute_s),
-        per_op(forward_comm_s, backward_comm_s),
-        per_op(p2p_s, p2p_s),
-    )
-    op_length = parts[0] + parts[1] + parts[2]
-    if op_start_s is None:
-        forward_op = np.asarray(forward_compute_s) + np.asarray(forward_comm_s) + np.asarray(p2p_s)
-        backward_op = np.asarray(backward_compute_s) + np.asarray(backward_comm_s) + np.asarray(p2p_s)
-        op_start_s, _ = simulate_schedule(schedule, forward_op, backward_op)
-    start = np.asarray(op_start_s, dtype=float)
-    end = start + op_length
-    previous_end = np.concatenate([np.zeros((n_stages, 1)), end[:, :-1]], axis=1)
-    pipeline_end = end[:, -1]
-    pipeline = float(pipeline_end.max(initial=0.0))
-    tail_lengths = np.array([float(seconds) for _, seconds in tail_s])
-    tail_present = tail_lengths > 0.0
-    step = pipeline + float(tail_lengths.sum())
-    tolerance = _GAP_TOLERANCE * max(step, 1e-300)
-
-    # Per op: the phases present (gap, compute, comm, send) and the row column of each.
-    gap = start - previous_end
-    present = [gap > tolerance, *(part > 0.0 for part in parts)]
-    count = sum(mask.astype(np.int64) for mask in present)
-    columns = [np.cumsum(count, axis=1) - count]
-    for mask in present[:-1]:
-        columns.append(columns[-1] + mask)
-    op_phases = (columns[-1] + present[-1])[:, -1]
-    drain = pipeline - pipeline_end
-    has_drain = drain > tolerance
-    n_phases = op_phases + has_drain + int(tail_present.sum())
-
-    codes = PHASE_CODES
-    out = _Phases(n_stages, int(n_phases.max(initial=0)))
-    out.put(present[0], columns[0], codes["bubble"], previous_end, gap)
-    op_kinds = (np.where(is_backward, codes["backward"], codes["forward"]), codes["comm"], codes["pp_wait"])
-    phase_start = start
-    for mask, column, code, length in zip(present[1:], columns[1:], op_kinds, parts, strict=True):
-        out.put(mask, column, code, phase_start, length, schedule.microbatch, schedule.chunk)
-        phase_start = phase_start + length
-    out.put(has_drain[:, None], op_phases[:, None], codes["bubble"], pipeline_end[:, None], drain[:, None])
-    column = (op_phases + has_drain)[:, None]
-    tail_start = pipeline + (np.cumsum(tail_lengths) - tail_lengths)
-    for (name, _), length, phase_start, keep in zip(
-        tail_s, tail_lengths, tail_start, tail_present, strict=True
-    ):
-        if keep:  # a loop over the (three) tail kinds
-            out.put(np.ones((n_stages, 1), dtype=bool), column, codes[name], phase_start, length)
-            column = column + 1
-    return StageTimeline(
-        kind=out.kind,
-        start_s=out.start,
-        duration_s=out.length,
-        microbatch=out.microbatch,
-        chunk=out.chunk,
-        n_phases=n_phases.astype(np.int64),
-        step_time_s=float(step),
-        gpu_stage=np.asarray(gpu_stage, dtype=np.int64),
-        vpp=schedule.vpp,
-        microbatches=schedule.microbatches,
-        pipeline_s=pipeline,
-        pipeline_end_s=np.asarray(pipeline_end, dtype=float),
-    )
-
-
-class _Phases:
-    """Padded (S, K) phase arrays filled by masked scatters (one per phase type, not per phase)."""
-
-    def __init__(self, n_stages: int, width: int) -> None:
-        self.kind = np.full((n_stages, width), -1, dtype=np.int8)
-        self.start = np.zeros((n_stages, width))
-        self.length = np.zeros((n_stages, width))
-        self.microbatch = np.full((n_stages, width), -1, dtype=np.int32)
-        self.chunk = np.full((n_stages, width), -1, dtype=np.int32)
-
-    def put(self, mask, column, kind, start, length, microbatch=-1, chunk=-1) -> None:
-        shape = np.broadcast_shapes(np.shape(mask), np.shape(column))
-        width = self.kind.shape[1]
-        flat = (np.arange(shape[0])[:, None] * width + np.broadcast_to(column, shape)).ravel()
-        mask = np.broadcast_to(mask, shape).ravel()
-        every = bool(mask.all())
-        if not every:
-            flat = flat[mask]
-        for target, values in (
-            (self.kind, kind),
-            (self.start, start),
-            (self.length, length),
-            (self.microbatch, microbatch),
-            (self.chunk, chunk),
-        ):
-            values = np.broadcast_to(values, shape).ravel()
-            target.ravel()[flat] = values if every else values[mask]

@@ -8,7 +8,8 @@ import pytest
 from scenarios.sim import ScenarioError, parse_scenario, predict
 from scenarios.sim.format.frameworks import FRAMEWORKS
 from scenarios.sim.format.scenario import ModelSpec
-from scenarios.sim.step.efficiency import EfficiencyParams, layer_times
+from scenarios.sim.step.candidates import CandidateLayouts
+from scenarios.sim.step.efficiency import ComputeRates, EfficiencyParams, layer_times
 from scenarios.sim.step.memory import FP8_WEIGHT_COPY_BYTES, activation_bytes_per_layer, memory_per_gpu
 from tests.sim._scenarios import scenario_dict
 
@@ -74,9 +75,10 @@ def test_deepspeed_reduces_in_its_larger_buckets(catalog):
 
 def test_fp8_runs_the_linear_gemms_in_fp8_and_attention_in_bf16():
     eff = EfficiencyParams.from_mapping(None)
-    common = dict(micro_batch=1, tp=4, hbm_tbps=3.35, eff=eff)
-    bf16 = layer_times(LLAMA_8B, peak_tflops=989.0, **common)
-    fp8 = layer_times(LLAMA_8B, peak_tflops=1979.0, bf16_peak_tflops=989.0, **common)
+    layouts = CandidateLayouts(1, micro_batch=1, tp=4)
+    bf16 = layer_times(LLAMA_8B, layouts, ComputeRates(peak_tflops=989.0, hbm_tbps=3.35, eff=eff))
+    fp8_rates = ComputeRates(peak_tflops=1979.0, hbm_tbps=3.35, eff=eff, bf16_peak_tflops=989.0)
+    fp8 = layer_times(LLAMA_8B, layouts, fp8_rates)
     bf16_linear = sum(float(t) for t in bf16.tp_gemms_s)
     fp8_linear = sum(float(t) for t in fp8.tp_gemms_s)
     assert fp8_linear == pytest.approx(bf16_linear * 989.0 / 1979.0, rel=0.02)
@@ -91,10 +93,10 @@ def test_fp8_runs_the_linear_gemms_in_fp8_and_attention_in_bf16():
 
 
 def test_fp8_memory_keeps_weight_copies_unless_the_weights_live_in_fp8():
-    kwargs = dict(micro_batch=1, tp=4, pp=1, dp=8, microbatches=8, zero=1, hbm_gib=80.0)
-    bf16 = memory_per_gpu(LLAMA_8B, **kwargs)
-    fp8 = memory_per_gpu(LLAMA_8B, fp8=True, **kwargs)
-    fp8_params = memory_per_gpu(LLAMA_8B, fp8=True, fp8_params=True, **kwargs)
+    layouts = CandidateLayouts(64, micro_batch=1, tp=4, pp=1, dp=8, zero=1)  # 8 microbatches
+    bf16 = memory_per_gpu(LLAMA_8B, layouts, hbm_gib=80.0)
+    fp8 = memory_per_gpu(LLAMA_8B, layouts, hbm_gib=80.0, fp8=True)
+    fp8_params = memory_per_gpu(LLAMA_8B, layouts, hbm_gib=80.0, fp8=True, fp8_params=True)
     h, kv, f = 4096.0, 1024.0, 14336.0
     matrices = 32 * (h * (h + 2 * kv) + h * h + 3 * h * f) / 4
     assert float(fp8["weights"] - bf16["weights"]) == pytest.approx(FP8_WEIGHT_COPY_BYTES * matrices)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from scenarios.sim.format.power import GpuKnobs, PowerSpec, check_power
+from scenarios.sim.format.power import check_power
 from scenarios.sim.power import (
     PowerError,
     parse_power,
@@ -65,7 +67,9 @@ def test_check_power_names_the_tdp():
     with pytest.raises(
         PowerError, match=r"power\.gpu\.floor_fraction: floor_fraction x TDP must lie in 0\.\.TDP \(700 W\)"
     ):
-        check_power(PowerSpec(gpu=GpuKnobs(floor_fraction=1.2)), tdp_w=700.0, idle_w=70.0)
+        defaults = parse_power(None)
+        floor = replace(defaults, gpu=replace(defaults.gpu, floor_fraction=1.2))
+        check_power(floor, tdp_w=700.0, idle_w=70.0)
     with pytest.raises(
         PowerError, match=r"floor_fraction x TDP \(0\.9 x 700 = 630 W\) must be at most cap_w \(500 W\)"
     ):

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.sim.format.scenario import ScenarioError, check_scenario, parse_scenario
+from scenarios.sim.format.scenario import (
+    CheckedScenario,
+    ScenarioError,
+    check_scenario,
+    checked_scenario,
+    parse_scenario,
+)
 from tests.sim._scenarios import scenario_dict
 
 
@@ -109,3 +115,33 @@ def test_check_scenario_rejects_unknown_what_if_gpu(catalog):
     scenario = parse_scenario(scenario_dict(what_if={"gpu": "tpu-v9"}))
     with pytest.raises(ScenarioError, match=r"^what_if.gpu: unknown slug 'tpu-v9'"):
         check_scenario(scenario, catalog)
+
+
+def test_a_checked_scenario_is_validated_once_against_its_catalog(catalog, monkeypatch):
+    import dataclasses
+
+    from scenarios.sim import predict
+    from scenarios.sim.format import scenario as scenario_module
+
+    checked = check_scenario(parse_scenario(scenario_dict()), catalog)
+    assert isinstance(checked, CheckedScenario) and checked.catalog is catalog
+    calls = []
+    original = scenario_module.check_scenario
+    monkeypatch.setattr(scenario_module, "check_scenario", lambda *a: calls.append(1) or original(*a))
+    assert checked_scenario(checked, catalog) is checked
+    step = predict(checked, catalog=catalog).step_time_s
+    assert calls == []  # a CheckedScenario of this catalog is not validated again
+    assert predict(checked.scenario, catalog=catalog).step_time_s == step
+    assert len(calls) == 1  # a plain Scenario always is
+    other = dataclasses.replace(catalog)  # equal content, another catalog: validated again
+    assert checked_scenario(checked, other).catalog is other
+    assert len(calls) == 2
+
+
+def test_a_checked_scenario_of_another_catalog_is_refused_when_that_catalog_refuses_it(catalog):
+    import dataclasses
+
+    checked = check_scenario(parse_scenario(scenario_dict()), catalog)
+    servers = {k: v for k, v in catalog.servers.items() if k != "dgx-a100"}
+    with pytest.raises(ScenarioError, match=r"^cluster\.server"):
+        checked_scenario(checked, dataclasses.replace(catalog, servers=servers))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from scenarios.sim.power import (
+    PowerDraw,
     parse_power,
     power_inputs,
     simulate_power,
@@ -128,7 +129,9 @@ def test_power_16k_h100_checkpoint_swing_is_tens_of_megawatts():
     fabric = compile_plan(plan)
     tl = timeline([[("forward", 10.0)]] * 16, gpu_stage=np.arange(fabric.n_gpus) // 1024)
     h100 = catalog().gpu("h100-sxm")
-    inputs = power_inputs(plan, fabric, tl, h100, compute_fraction=600 / 700, stall_fraction=100 / 700)
+    inputs = power_inputs(
+        plan, fabric, tl, h100, draw=PowerDraw(compute_fraction=600 / 700, stall_fraction=100 / 700)
+    )
     data = {
         "window_s": 30,
         "resolution_ms": 10,

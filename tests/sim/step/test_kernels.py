@@ -11,7 +11,14 @@ from scipy import integrate, stats
 from scenarios.sim import parse_scenario, predict, search_layouts
 from scenarios.sim.format.scenario import ModelSpec, ParallelSpec
 from scenarios.sim.format.schema import DEFAULT_STRAGGLER_SPREAD
-from scenarios.sim.step.efficiency import EfficiencyParams, gemm_time_s, layer_times, tiled_attention_time_s
+from scenarios.sim.step.candidates import CandidateLayouts
+from scenarios.sim.step.efficiency import (
+    ComputeRates,
+    EfficiencyParams,
+    gemm_time_s,
+    layer_times,
+    tiled_attention_time_s,
+)
 from scenarios.sim.step.model import build_fabric
 from tests.sim._scenarios import scenario_dict
 
@@ -19,7 +26,9 @@ LLAMA_8B = ModelSpec(
     layers=32, hidden=4096, heads=32, vocab=128256, seq_len=8192, kv_heads=8, ffn_hidden=14336, mlp="swiglu"
 )
 EFF = EfficiencyParams(gemm_max=0.6, gemm_half_dim=128.0, hbm_fraction=0.7, flash2_fraction=0.47)
-COMMON = dict(micro_batch=1, tp=1, hbm_tbps=3.35, eff=EFF, peak_tflops=989.0)
+H100 = ComputeRates(peak_tflops=989.0, hbm_tbps=3.35, eff=EFF)
+ONE = CandidateLayouts(1, micro_batch=1, tp=1)
+TP4 = CandidateLayouts(1, micro_batch=1, tp=4)
 
 
 def _g(x):
@@ -40,9 +49,9 @@ def test_fused_attention_pays_only_the_query_and_key_extents():
 
 
 def test_flash2_runs_at_its_fraction_of_the_fused_rate_and_standard_pays_the_square():
-    fused = layer_times(LLAMA_8B, attention="fused", **COMMON)
-    flash = layer_times(LLAMA_8B, attention="flash", **COMMON)
-    standard = layer_times(LLAMA_8B, attention="standard", **COMMON)
+    fused = layer_times(LLAMA_8B, ONE, H100, attention="fused")
+    flash = layer_times(LLAMA_8B, ONE, H100, attention="flash")
+    standard = layer_times(LLAMA_8B, ONE, H100, attention="standard")
     core = float(tiled_attention_time_s(8192, 8192, 128, batch=32, peak_flops=989e12, eff=EFF))
     assert float(flash.forward_s - fused.forward_s) == pytest.approx(core / 0.47 - core, rel=1e-9)
     # Backward: FlashAttention's 2.5x the forward's attention work, for both tiled kernels.
@@ -59,15 +68,15 @@ def test_flash2_runs_at_its_fraction_of_the_fused_rate_and_standard_pays_the_squ
 
 def test_a100_flash2_is_as_fast_as_fused(catalog):
     a100 = EfficiencyParams.from_mapping(catalog.gpus["a100-sxm-80gb"].efficiency)
-    common = {**COMMON, "eff": a100, "peak_tflops": 312.0, "hbm_tbps": 2.039}
-    flash = layer_times(LLAMA_8B, attention="flash", **common)
-    fused = layer_times(LLAMA_8B, attention="fused", **common)
+    rates = ComputeRates(peak_tflops=312.0, hbm_tbps=2.039, eff=a100)
+    flash = layer_times(LLAMA_8B, ONE, rates, attention="flash")
+    fused = layer_times(LLAMA_8B, ONE, rates, attention="fused")
     assert float(flash.forward_s) == float(fused.forward_s)
 
 
 def test_comm_gemm_overlap_runs_each_linear_gemm_as_tp_chunks():
-    whole = layer_times(LLAMA_8B, **{**COMMON, "tp": 4})
-    split = layer_times(LLAMA_8B, overlap_tp=True, **{**COMMON, "tp": 4})
+    whole = layer_times(LLAMA_8B, TP4, H100)
+    split = layer_times(LLAMA_8B, TP4, H100, overlap_tp=True)
     hbm = 3.35e12 * 0.7
     # QKV after the all-gather: 4 ring steps, each a GEMM of 8192 / 4 rows x (4096 + 2048) / 4.
     qkv = gemm_time_s(2048, 1536, 4096, batch=4, peak_flops=989e12, hbm_bytes_per_s=hbm, eff=EFF)
@@ -78,8 +87,8 @@ def test_comm_gemm_overlap_runs_each_linear_gemm_as_tp_chunks():
     assert float(split.forward_s - whole.forward_s) == pytest.approx(extra, rel=1e-9)
     assert float(split.backward_s - whole.backward_s) == pytest.approx(extra, rel=1e-9)
     # Without tensor parallelism there is nothing to split.
-    one = layer_times(LLAMA_8B, overlap_tp=True, **COMMON)
-    assert float(one.forward_s) == float(layer_times(LLAMA_8B, **COMMON).forward_s)
+    one = layer_times(LLAMA_8B, ONE, H100, overlap_tp=True)
+    assert float(one.forward_s) == float(layer_times(LLAMA_8B, ONE, H100).forward_s)
 
 
 def _expected_max_of_normals(n: int) -> float:

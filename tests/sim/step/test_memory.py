@@ -5,6 +5,7 @@ import pytest
 
 from scenarios.sim.calibration import HELD_OUT_DIR, fitted_dir, load_cases
 from scenarios.sim.format.scenario import ModelSpec
+from scenarios.sim.step.candidates import CandidateLayouts
 from scenarios.sim.step.memory import (
     FRAGMENTATION,
     GIB,
@@ -52,8 +53,8 @@ def test_in_flight_microbatches_1f1b_and_interleaved():
 
 
 def test_zero_stages_shard_optimizer_then_gradients_then_weights():
-    kwargs = dict(micro_batch=1, tp=8, pp=1, dp=16, microbatches=8, hbm_gib=80.0)
-    m = [memory_per_gpu(GPT_22B, zero=z, **kwargs) for z in range(4)]
+    kwargs = dict(micro_batch=1, tp=8, pp=1, dp=16)  # 8 microbatches of 128 sequences
+    m = [memory_per_gpu(GPT_22B, CandidateLayouts(128, zero=z, **kwargs), hbm_gib=80.0) for z in range(4)]
     assert float(m[1]["optimizer"]) == pytest.approx(float(m[0]["optimizer"]) / 16)
     assert float(m[2]["gradients"]) == pytest.approx(float(m[1]["gradients"]) / 16)
     assert float(m[3]["weights"]) == pytest.approx(float(m[2]["weights"]) / 16)
@@ -62,7 +63,7 @@ def test_zero_stages_shard_optimizer_then_gradients_then_weights():
 
 
 def test_memory_weights_are_two_bytes_per_parameter_on_the_first_stage():
-    m = memory_per_gpu(GPT_22B, micro_batch=1, tp=8, pp=1, dp=1, microbatches=1, hbm_gib=80.0)
+    m = memory_per_gpu(GPT_22B, CandidateLayouts(1, micro_batch=1, tp=8, pp=1, dp=1), hbm_gib=80.0)
     # Matrices split over tp; layer norms are replicated on every tp rank.
     params = 48 * (12 * 6144**2 / 8 + 4 * 6144) + 51200 * 6144 / 8
     assert float(m["weights"]) == pytest.approx(2 * params, rel=1e-9)
@@ -72,15 +73,9 @@ def test_memory_weights_are_two_bytes_per_parameter_on_the_first_stage():
 
 
 def test_memory_broadcasts_over_candidates():
-    m = memory_per_gpu(
-        GPT_22B,
-        micro_batch=np.array([1, 2, 4]),
-        tp=8,
-        pp=1,
-        dp=1,
-        microbatches=np.array([4, 2, 1]),
-        hbm_gib=80.0,
-    )
+    layouts = CandidateLayouts(4, micro_batch=np.array([1, 2, 4]), tp=8, pp=1, dp=1)
+    np.testing.assert_array_equal(layouts.microbatches, [4, 2, 1])
+    m = memory_per_gpu(GPT_22B, layouts, hbm_gib=80.0)
     assert m["total"].shape == (3,)
     assert np.all(m["total"] / GIB > 0)
 
@@ -128,9 +123,8 @@ def test_first_stage_gives_a_layer_to_the_embedding_when_two_slots_are_spare():
 
 def test_small_case_matches_the_formula_term_by_term():
     """tp 2, pp 4, v 2, dp 4, distributed optimizer, 8 microbatches, no recompute, flash."""
-    got = memory_per_gpu(
-        SMALL_LLAMA, micro_batch=1, tp=2, pp=4, dp=4, vpp=2, microbatches=8, zero=1, hbm_gib=80.0
-    )
+    layouts = CandidateLayouts(32, micro_batch=1, tp=2, pp=4, dp=4, vpp=2, zero=1)  # 8 microbatches
+    got = memory_per_gpu(SMALL_LLAMA, layouts, hbm_gib=80.0)
     # Stage 0: ceil(10/4) = 3 layers, 12 slots for 10 layers leave 2 -> 2 layers, one per chunk.
     # Its params: 2 x ((attention 2,621,440 + MLP 8,650,752) / tp 2 + norms 4,096) + embedding
     # 32,000 x 1,024 / 2 = 27,664,384.
@@ -171,18 +165,18 @@ def test_the_three_llama3_405b_layouts_of_table4_fit_80_gib_with_headroom():
     for case in cases:
         job = case.scenario.job
         p = job.parallel
-        got = memory_per_gpu(
-            job.model,
+        layouts = CandidateLayouts(
+            job.global_batch,
             micro_batch=job.micro_batch,
             tp=p.tp,
             pp=p.pp,
             dp=p.dp,
             cp=p.cp,
             vpp=p.vpp,
-            microbatches=job.microbatches,
             zero=job.zero,
-            hbm_gib=80.0,
         )
+        assert float(layouts.microbatches) == job.microbatches
+        got = memory_per_gpu(job.model, layouts, hbm_gib=80.0)
         assert float(got["activations"]) == pytest.approx(112 * per_layer, rel=1e-12), case.scenario.name
         headroom = float(got["headroom"]) / GIB
         assert 9.5 < headroom < 10.5, (case.scenario.name, headroom)
@@ -191,8 +185,7 @@ def test_the_three_llama3_405b_layouts_of_table4_fit_80_gib_with_headroom():
 def test_a_405b_layout_that_truly_does_not_fit_is_rejected():
     """pp 8 without interleaving or recompute: 15 layers x 8 microbatches of activations and
     unsharded fp32 gradients; more than 80 GiB by a wide margin."""
-    got = memory_per_gpu(
-        LLAMA_405B, micro_batch=1, tp=8, pp=8, dp=128, vpp=1, microbatches=16, zero=1, hbm_gib=80.0
-    )
+    layouts = CandidateLayouts(2048, micro_batch=1, tp=8, pp=8, dp=128, vpp=1, zero=1)  # 16 microbatches
+    got = memory_per_gpu(LLAMA_405B, layouts, hbm_gib=80.0)
     assert float(got["activations"]) / GIB > 55.0
     assert float(got["headroom"]) / GIB < -20.0

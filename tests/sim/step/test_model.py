@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from scenarios.sim import BREAKDOWN_KEYS, ScenarioError, parse_scenario, predict
-from scenarios.sim.step.efficiency import EfficiencyParams
+from scenarios.sim.step.assemble import assemble_step
+from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
 from scenarios.sim.step.flops import model_flops_per_step
-from scenarios.sim.step.model import assemble_step
 from tests.sim._fabrics import fabric
 from tests.sim._scenarios import scenario_dict
 
@@ -168,7 +168,6 @@ def test_assemble_step_vectorized_matches_scalar_reference(catalog):
     rng = np.random.default_rng(3)
     model = parse_scenario(scenario_dict(model={"layers": 24})).job.model
     gpu = catalog.gpu("h100-sxm")
-    eff = EfficiencyParams.from_mapping(gpu.efficiency)
     n = 12
     cand = {
         "micro_batch": rng.choice([1, 2, 4], n),
@@ -181,18 +180,12 @@ def test_assemble_step_vectorized_matches_scalar_reference(catalog):
         "recompute": rng.integers(0, 3, n),
         "zero": rng.integers(0, 4, n),
     }
-    common = dict(
-        global_batch=64,
-        precision="bf16",
-        attention="flash",
-        overlap_dp=True,
-        gpu=gpu,
-        eff=eff,
-        comm_time=_naive_comm,
-    )
-    vector = assemble_step(model, **cand, **common)
+    stack = StackOptions(precision="bf16", attention="flash", overlap_dp=True)
+    common = dict(gpu=gpu, comm_time=_naive_comm)
+    vector = assemble_step(model, CandidateLayouts(64, **cand), stack, **common)
     for i in range(n):
-        scalar = assemble_step(model, **{k: int(v[i]) for k, v in cand.items()}, **common)
+        one = CandidateLayouts(64, **{k: int(v[i]) for k, v in cand.items()})
+        scalar = assemble_step(model, one, stack, **common)
         assert float(scalar.step_time_s) == pytest.approx(vector.step_time_s[i], rel=1e-12)
         for key in BREAKDOWN_KEYS:
             assert float(scalar.breakdown[key]) == pytest.approx(vector.breakdown[key][i])

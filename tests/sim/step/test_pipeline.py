@@ -14,8 +14,8 @@ from scenarios.sim.step.pipeline import (
     pipeline_time_s,
     simulate_schedule,
     stage_layers,
-    stage_timeline,
 )
+from scenarios.sim.step.timeline import OpTimes, stage_timeline
 
 BUBBLE = PHASE_CODES["bubble"]
 
@@ -155,11 +155,13 @@ def _timeline(p, v, m, *, t_f=1.0, t_b=2.0, comm=(0.0, 0.0), p2p=0.0, tail=()):
     """Timeline with per-microbatch stage times t_f, t_b (split over v chunks)."""
     return stage_timeline(
         pipeline_schedule(p, v, m),
-        forward_compute_s=t_f / v,
-        forward_comm_s=comm[0] / v,
-        backward_compute_s=t_b / v,
-        backward_comm_s=comm[1] / v,
-        p2p_s=p2p,
+        OpTimes(
+            forward_compute_s=t_f / v,
+            forward_comm_s=comm[0] / v,
+            backward_compute_s=t_b / v,
+            backward_comm_s=comm[1] / v,
+            p2p_s=p2p,
+        ),
         tail_s=tail,
         gpu_stage=np.repeat(np.arange(p), 2),
     )

@@ -8,8 +8,9 @@ import pytest
 
 from scenarios.sim import parse_scenario, predict, search_layouts
 from scenarios.sim.calibration import HELD_OUT_DIR, STATED_UNCERTAINTY, load_cases
-from scenarios.sim.step.efficiency import EfficiencyParams
-from scenarios.sim.step.model import assemble_step, build_fabric
+from scenarios.sim.step.assemble import assemble_step
+from scenarios.sim.step.candidates import CandidateLayouts, StackOptions
+from scenarios.sim.step.model import build_fabric
 from tests.sim._scenarios import scenario_dict
 
 COMM_KEYS = ("tp", "cp", "ep", "pp", "bubble", "dp", "straggler")
@@ -27,21 +28,9 @@ def test_zero_stages_move_what_rajbhandari_says_every_microbatch(catalog, zero):
     m = 4
     out = assemble_step(
         job.model,
-        micro_batch=1,
-        global_batch=m * 4,
-        tp=8,
-        pp=1,
-        dp=4,
-        cp=1,
-        ep=1,
-        vpp=1,
-        recompute=0,
-        zero=zero,
-        precision="bf16",
-        attention="flash",
-        overlap_dp=True,
+        CandidateLayouts(m * 4, micro_batch=1, tp=8, pp=1, dp=4, cp=1, ep=1, vpp=1, recompute=0, zero=zero),
+        StackOptions(precision="bf16", attention="flash", overlap_dp=True),
         gpu=gpu,
-        eff=EfficiencyParams.from_mapping(gpu.efficiency),
         comm_time=_linear_comm,
     )
     dense = float(out.volumes["dp"]["reduce_scatter"]) / (4.0 * (m if zero >= 2 else 1))
@@ -99,22 +88,9 @@ def _shared_nic_step(catalog, *, scaleup_ranks, overlap_pp=True):
 
     return assemble_step(
         job.model,
-        micro_batch=1,
-        global_batch=16,
-        tp=8,
-        pp=2,
-        dp=2,
-        cp=1,
-        ep=1,
-        vpp=1,
-        recompute=0,
-        zero=2,
-        precision="bf16",
-        attention="flash",
-        overlap_dp=True,
-        overlap_pp=overlap_pp,
+        CandidateLayouts(16, micro_batch=1, tp=8, pp=2, dp=2, cp=1, ep=1, vpp=1, recompute=0, zero=2),
+        StackOptions(precision="bf16", attention="flash", overlap_dp=True, overlap_pp=overlap_pp),
         gpu=gpu,
-        eff=EfficiencyParams.from_mapping(gpu.efficiency),
         comm_time=comm,
         scaleup_ranks=scaleup_ranks,
     )
