@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install migrate seed run worker test lint format bench clean
+.PHONY: install migrate seed run worker test test-fast lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,11 @@ run: seed  ## serve HTTP + WebSocket on $(HOST):$(PORT) (embedded worker unless 
 worker: install  ## a separate Celery worker (Redis mode)
 	$(BIN)/celery -A twin worker --loglevel INFO --concurrency 2
 
-test: install  ## run the test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
+test: install  ## run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install  ## the tier to run while working (under 2 min): no slow, browser or worker tests, on every core
+	$(BIN)/python -m pytest -n auto -m "not slow and not e2e and not integration" $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

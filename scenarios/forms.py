@@ -16,8 +16,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from scenarios.scenario_file import SECTIONS
-from scenarios.sim.format import failures as failures_spec
-from scenarios.sim.format import power as power_spec
+from scenarios.sim.format import failures as failures_section
+from scenarios.sim.format import power as power_section
 from scenarios.sim.format import schema
 from scenarios.sim.format.fields import Field, Section
 from scenarios.sim.format.presets import MODEL_PRESETS
@@ -32,13 +32,13 @@ FORM_SECTIONS: tuple[Section, ...] = (
     schema.JOB,
     schema.PARALLEL,
     schema.WHAT_IF,
-    failures_spec.FAILURES,
-    failures_spec.CHECKPOINT,
-    failures_spec.RATES,
-    failures_spec.LEMONS,
-    power_spec.POWER,
-    power_spec.POWER_GPU,
-    power_spec.POWER_STORAGE,
+    failures_section.FAILURES,
+    failures_section.CHECKPOINT,
+    failures_section.RATES,
+    failures_section.LEMONS,
+    power_section.POWER,
+    power_section.POWER_GPU,
+    power_section.POWER_STORAGE,
 )
 OPTIONAL_SECTIONS = ("job.model.moe",)
 #: Slug fields and the catalog list their choices come from.

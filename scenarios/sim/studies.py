@@ -123,7 +123,7 @@ def power_events_from_failures(event_log: list[dict] | None, *, checkpoint_s: fl
 
     Returns
     -------
-    JobEvents (``power_spec.job_events``), sorted by time.
+    JobEvents (``format.power.job_events``), sorted by time.
     """
     stops = [e for e in event_log or () if e.get("effect") == "stop"]
     stop_t = np.array([float(e["time_s"]) for e in stops], dtype=float)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
@@ -12,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from tests.api.conftest import errors_of
 
 
+@pytest.mark.slow
 def test_anonymous_and_bad_tokens_get_401_in_the_error_shape(client, db):
     response = client.get("/api/designs/")
     assert response.status_code == 401 and "__all__" in errors_of(response)

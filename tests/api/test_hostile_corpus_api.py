@@ -15,7 +15,7 @@ import pytest
 from tests.corpus.hostile import FILE_CASES, corpus_files
 from tests.scenarios.test_hostile_import import ACCEPTED, CPU_LIMIT_S, guarded_post
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 class RawYamlClient:

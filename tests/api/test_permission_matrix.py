@@ -297,6 +297,7 @@ def _check_cell(world: dict, endpoint: Endpoint, principal: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_every_principal_gets_exactly_what_its_column_allows(world):
     wrong = [
         problem

@@ -20,6 +20,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+pytestmark = pytest.mark.slow
+
 MAX_EXAMPLES = 12
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 

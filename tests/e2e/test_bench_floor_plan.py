@@ -3,10 +3,14 @@ change to the page that breaks its scripts shows up here, not only when someone 
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 
 from tests.e2e.conftest import ROOT, installed_chromium
+
+pytestmark = pytest.mark.e2e
 
 
 def test_floor_plan_bench_runs_on_the_real_page():

@@ -49,7 +49,7 @@ WRAPPER = (
     "sys.exit(code if code >= 0 else 128 - code)\n"
 )
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 #: One process migrates the embedded database and imports the catalog (simulate reads it).
 SEED = (
     "from django.core.management import call_command\n"

@@ -24,7 +24,7 @@ from django.urls import reverse
 
 from tests.corpus.hostile import FILE_CASES, Case, corpus_files
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: CPU seconds a refusal may take in the server (the same budget as the CLI's, less start-up).
 CPU_LIMIT_S = 5

@@ -14,6 +14,8 @@ import pytest
 
 from tests.scenarios.integration import ROOT, need, redis_url
 
+pytestmark = pytest.mark.slow
+
 DB_URL = "postgres://postgres@127.0.0.1:5432/twin_sigterm"
 
 

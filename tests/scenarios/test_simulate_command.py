@@ -161,6 +161,7 @@ def test_simulate_bad_failure_and_power_input_is_one_line_naming_the_field(
     ],
     ids=["sqlite-not-migrated", "postgres-missing-database"],
 )
+@pytest.mark.slow
 def test_simulate_on_a_database_without_a_catalog_says_how_to_set_it_up(tmp_path, database_url, reason):
     """A newcomer who runs simulate before `make run`: one line naming the cause and the fix."""
     import os

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 WALK = textwrap.dedent(
     """
     import importlib, pkgutil, sys
@@ -25,6 +27,7 @@ WALK = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_every_module_of_both_pure_cores_imports_without_django():
     result = subprocess.run(
         [sys.executable, "-c", WALK], capture_output=True, text=True, check=True, timeout=120

@@ -9,6 +9,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
+pytestmark = pytest.mark.slow
+
 #: The last state before the move: topology's migrations up to 0003, no teams app.
 BEFORE_THE_MOVE = [("topology", "0003_team_roles_history"), ("teams", None)]
 #: The models of that state (topology's Team and TeamMembership, the content types).

@@ -24,6 +24,8 @@ from teams import permissions
 from teams.models import Team, TeamMembership
 from topology.models import Design, DesignBuild, PowerFeed, Rack
 
+pytestmark = pytest.mark.slow
+
 ROLES = ("viewer", "editor", "admin", "outsider", "anonymous")
 #: The columns this suite holds the permission module to (and checks ROLE_ACTIONS against).
 COLUMNS = {

@@ -38,6 +38,7 @@ def test_design_of_another_team_is_not_found(client, django_user_model, design):
     assert "Selene slice" not in client.get(reverse("topology:design-list")).content.decode()
 
 
+@pytest.mark.slow
 def test_demo_seed_gives_a_newcomer_designs_to_look_at(client, catalog_db):
     from django.core.management import call_command
 

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 #: What README's configuration table tells an operator to set for production.
 PRODUCTION = {"DEBUG": "0", "ALLOWED_HOSTS": "twin.example.org"}

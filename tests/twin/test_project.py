@@ -48,6 +48,7 @@ def settings_in_subprocess(env: dict[str, str]) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_embedded_settings_need_nothing_but_python():
     s = settings_in_subprocess({})
     assert s["db"] == "django.db.backends.sqlite3"
@@ -57,6 +58,7 @@ def test_embedded_settings_need_nothing_but_python():
     assert s["embedded"] is True
 
 
+@pytest.mark.slow
 def test_postgres_and_redis_settings_come_from_the_urls():
     s = settings_in_subprocess(
         {
@@ -75,6 +77,7 @@ def test_postgres_and_redis_settings_come_from_the_urls():
     assert s["hosts"] == ["twin.example.org", "10.0.0.1"]
 
 
+@pytest.mark.slow
 def test_insecure_secret_key_is_refused_without_debug():
     env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY"}}
     out = subprocess.run(

@@ -436,6 +436,7 @@ def corpus_messages(tmp_path_factory, catalog):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.file for c in CASES])
 def test_corpus_case_gives_its_short_one_line_message(corpus_messages, case):
     messages = {}

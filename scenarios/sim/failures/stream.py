@@ -7,6 +7,8 @@ however many other blocks run with it and however many steps they need.
 
 from __future__ import annotations
 
+from math import gamma
+
 import numpy as np
 
 from scenarios.sim.failures.cluster import LEMON, STOP_REMOVE
@@ -39,8 +41,6 @@ class EventStream:
         self.total = float(self.cum[-1]) if self.cum.size else 0.0
         shape = cfg.weibull_shape
         if self.total > 0:
-            from math import gamma
-
             self.scale = 1.0 / self.total if shape == 1.0 else 1.0 / (self.total * gamma(1.0 + 1.0 / shape))
         self.t_last = np.zeros(sum(block_trials) if columns is None else len(columns))
         self.position = 0

@@ -98,7 +98,7 @@ def cap_stretch(level_w: np.ndarray, cap_w: float, idle_w: float) -> np.ndarray:
     """Duration factor of every phase kind under a GPU power cap, shape (len(PHASE_KINDS),).
 
     A compute kind drawing ``P > cap`` runs ``((P - idle) / (cap - idle)) ** (1/CAP_EXPONENT)``
-    times longer (P_dyn ~ f^3, time ~ 1/f; see ``power_spec.CAP_EXPONENT``); bubbles and
+    times longer (P_dyn ~ f^3, time ~ 1/f; see ``format.power.CAP_EXPONENT``); bubbles and
     straggler waits stretch like the backward pass they wait for; communication does not.
     """
     level_w = np.asarray(level_w, dtype=float)

@@ -1,7 +1,7 @@
 """Communication of one training step: the per-layer tensor / context / expert collectives,
 the data-parallel synchronisation (buckets, ZeRO stages) and the bytes each kind moves.
 
-Split from ``step_time.assemble_step``, which adds these to the compute and the pipeline
+Called by ``step.assemble.assemble_step``, which adds these to the compute and the pipeline
 schedule; every function broadcasts over candidate layouts (the layout search). The model and
 its sources: ``docs/step-time-model.md`` section 3.
 """

@@ -14,6 +14,8 @@ peers together), and the message of one point-to-point send.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -257,9 +259,6 @@ def rack_link_utilization(fabric, link_utilization: np.ndarray) -> np.ndarray:
 
 def _replace_arrays(fabric, **arrays):
     """Shallow copy of a (possibly frozen) fabric object with some attributes replaced."""
-    import copy
-    import dataclasses
-
     if dataclasses.is_dataclass(fabric):
         fields = {f.name for f in dataclasses.fields(fabric) if f.init}
         if set(arrays) <= fields:

@@ -1,6 +1,7 @@
 // The failure run's part of the run page: the representative trial replayed on the floor plan
 // with a time slider (a rack flashes while it is down), and its event list.
 
+import { whenSucceeded } from "../kind_data.js";
 import { bindReplay } from "../replay.js";
 
 const DAY_S = 86400;
@@ -10,7 +11,6 @@ const STEPS = 1000; // slider positions over the horizon
 export function init(page, { floor, urls }) {
   const panel = page.querySelector("[data-failures-panel]");
   const body = panel.querySelector("[data-events]");
-  let requested = false;
 
   /** Per-rack values at time `t` (1 down, 0.35 hit before, 0 untouched); says spares and downs. */
   function racksAt(events, horizon, t) {
@@ -60,21 +60,5 @@ export function init(page, { floor, urls }) {
     floor.setMetric(FLASH);
   }
 
-  // Once per page (the stored state and the final status both say "succeeded"), again only if
-  // the request failed.
-  async function load() {
-    if (requested) return;
-    requested = true;
-    const response = await fetch(urls.kindData, { headers: { Accept: "application/json" } }).catch(() => null);
-    if (!response?.ok) {
-      requested = false;
-      return;
-    }
-    show(await response.json());
-  }
-
-  return {
-    state: (state) => { if (state.status === "succeeded") load(); },
-    status: (msg) => { if (msg.status === "succeeded") load(); },
-  };
+  return whenSucceeded(urls.kindData, show);
 }

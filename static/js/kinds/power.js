@@ -1,6 +1,7 @@
 // The power run's part of the run page: the busiest feeds, and the racks' power over the job's
 // life replayed on the floor plan with a time slider (coarse series served as run arrays).
 
+import { whenSucceeded } from "../kind_data.js";
 import { bindReplay } from "../replay.js";
 
 const REPLAY = "power_replay";
@@ -8,7 +9,6 @@ const FRAMES = 120; // columns the server averages the coarse series down to
 
 export function init(page, { floor, urls }) {
   const panel = page.querySelector("[data-power-panel]");
-  let requested = false;
 
   async function array(name) {
     const response = await fetch(`${urls.array(name)}?frames=${FRAMES}`, { headers: { Accept: "application/octet-stream" } });
@@ -55,23 +55,8 @@ export function init(page, { floor, urls }) {
     }));
   }
 
-  // Once per page (the stored state and the final status both say "succeeded"), again only if
-  // the request failed.
-  async function load() {
-    if (requested) return;
-    requested = true;
-    const response = await fetch(urls.kindData, { headers: { Accept: "application/json" } }).catch(() => null);
-    if (!response?.ok) {
-      requested = false;
-      return;
-    }
-    const data = await response.json();
+  return whenSucceeded(urls.kindData, (data) => {
     showFeeds(data.feeds);
     if (data.racks_aligned && data.coarse) loadReplay(data);
-  }
-
-  return {
-    state: (state) => { if (state.status === "succeeded") load(); },
-    status: (msg) => { if (msg.status === "succeeded") load(); },
-  };
+  });
 }

@@ -19,6 +19,8 @@ from tests.sim.failures._helpers import (
     small_model,
 )
 
+pytestmark = pytest.mark.slow
+
 # --- calibration ----------------------------------------------------------------------------
 
 

@@ -57,6 +57,7 @@ def test_closed_form_warns_when_spares_make_it_wrong():
     assert any(w.startswith("closed form") for w in result.warnings)
 
 
+@pytest.mark.slow
 def test_optimal_interval_is_daly_and_the_sweep_peaks_near_it():
     assert optimal_interval_s(10_000.0, 100.0) == pytest.approx(
         math.sqrt(2 * 100 * 10_000) * (1 + math.sqrt(100 / 20_000) / 3 + (100 / 20_000) / 9) - 100

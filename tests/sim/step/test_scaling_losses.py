@@ -62,6 +62,7 @@ def llama_16k(catalog):
     return published, found.best[0]
 
 
+@pytest.mark.slow
 def test_search_winner_on_llama3_405b_16k_saves_only_where_the_breakdown_shows(llama_16k):
     """Llama 3 405B on 16,384 H100 (Dubey et al. Table 4, tp 8 pp 16 dp 128 v 8): the winner
     may be faster through communication, bubble or straggler terms the breakdown names, and by
