@@ -3,10 +3,10 @@ change to the page that breaks its scripts shows up here, not only when someone 
 
 from __future__ import annotations
 
-import pytest
-
 import subprocess
 import sys
+
+import pytest
 
 from tests.e2e.conftest import ROOT, installed_chromium
 
