@@ -4,6 +4,7 @@ task layer imports services without a cycle)."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 logger = logging.getLogger(__name__)
@@ -45,3 +46,42 @@ def revoke(task_id: str) -> None:
         _app().control.revoke(task_id)
     except Exception:
         logger.warning("could not revoke task %s", task_id, exc_info=True)
+
+
+def tasks_held() -> set[str] | None:
+    """The ids of the tasks the broker still holds: waiting in the default queue, or delivered
+    to a worker and not yet acknowledged (tasks are ``acks_late``, so that covers every task a
+    worker reserved or is computing). ``None`` when the transport cannot tell (the in-memory
+    broker of embedded mode, whose queue lives and dies with its only worker).
+
+    Read from the Redis transport's own keys (kombu: one list per queue and priority step, the
+    ``unacked`` hash of delivered messages). After a Redis restart without persistence both are
+    empty, which is how the reconciliation (``services.runs_redispatch_unheld``) learns that the
+    queued work in the database has no task left.
+    """
+    app = _app()
+    with app.connection_for_read() as connection:
+        if connection.transport.driver_type != "redis":
+            return None
+        channel = connection.default_channel
+        queue_name = app.conf.task_default_queue
+        pipe = channel.client.pipeline()
+        for step in channel.priority_steps:
+            pipe.lrange(channel._q_for_pri(queue_name, step), 0, -1)
+        pipe.hvals(channel.unacked_key)
+        *waiting, delivered = pipe.execute()
+    held = {_message_task_id(raw) for batch in waiting for raw in batch}
+    held |= {_message_task_id(raw, delivered=True) for raw in delivered}
+    held.discard("")
+    return held
+
+
+def _message_task_id(raw: bytes | str, *, delivered: bool = False) -> str:
+    """The task id in the headers of one stored kombu message ("" when it is not a task's)."""
+    try:
+        message = json.loads(raw)
+        if delivered:  # the unacked hash stores [message, exchange, routing key]
+            message = message[0]
+        return str(message.get("headers", {}).get("id") or "")
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return ""

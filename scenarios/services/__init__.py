@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scenarios.scenario_file import design_cluster, scenario_check, scenario_dict, scenario_to_dict
 from scenarios.services.execution import (
+    TRANSIENT_ERRORS,
     RunCancelled,
     RunProgress,
     error_text,
@@ -21,6 +22,7 @@ from scenarios.services.execution import (
 )
 from scenarios.services.runs import (
     Reaped,
+    Redispatched,
     heartbeat_interval_s,
     max_attempts,
     run_cancel,
@@ -28,6 +30,7 @@ from scenarios.services.runs import (
     run_start,
     runs_fail_orphaned_on_start,
     runs_reap_stale,
+    runs_redispatch_unheld,
     stale_after_s,
 )
 from scenarios.services.scenarios import (
@@ -40,7 +43,9 @@ from scenarios.services.scenarios import (
 )
 
 __all__ = [
+    "TRANSIENT_ERRORS",
     "Reaped",
+    "Redispatched",
     "RunCancelled",
     "RunProgress",
     "design_cluster",
@@ -58,6 +63,7 @@ __all__ = [
     "run_start",
     "runs_fail_orphaned_on_start",
     "runs_reap_stale",
+    "runs_redispatch_unheld",
     "scenario_check",
     "scenario_create",
     "scenario_delete",

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
@@ -126,6 +126,12 @@ class Heartbeat:
             connection.close()
 
 
+#: Database errors a computation outlives (PostgreSQL restarting, a connection cut, a full pool):
+#: they are not the run's fault, so they never fail it. They propagate to the task, which retries;
+#: work already claimed waits for its lease to expire and the reaper to queue it again.
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)
+
+
 def run_mark_running(*, run_id: int) -> Run | None:
     """Claim a queued run and move it to running (None if another delivery of its task already
     claimed it, or it is final: cancelled, failed, done)."""
@@ -220,6 +226,8 @@ def run_execute(*, run_id: int) -> str:
             return run_finish(run=run, output=output)
     except RunCancelled:
         return "cancelled"
+    except TRANSIENT_ERRORS:
+        raise
     except Exception as exc:
         _log_failure(run_id, exc)
         return run_fail(run=run, error=error_text(exc))
@@ -270,6 +278,8 @@ def run_chunk_compute(*, run_id: int, index: int) -> str:
             result = run_kind(run.kind).compute_chunk(context, chunk.spec, RunProgress(run))
     except RunCancelled:
         return "cancelled"
+    except TRANSIENT_ERRORS:
+        raise
     except Exception as exc:
         _log_failure(run_id, exc, chunk=index)
         return run_fail(run=run, error=error_text(exc))
@@ -316,6 +326,8 @@ def run_merge(*, run_id: int) -> str:
         with Heartbeat(run.pk):
             context = _load(run, pin=False)
             return run_finish(run=run, output=run_kind(run.kind).merge(context, results))
+    except TRANSIENT_ERRORS:
+        raise
     except Exception as exc:
         _log_failure(run_id, exc, chunk="merge")
         return run_fail(run=run, error=error_text(exc))

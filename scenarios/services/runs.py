@@ -113,7 +113,8 @@ def runs_reap_stale(*, stale_after: float | None = None, now=None) -> Reaped:
     A task that is computing refreshes its lease (``Run.heartbeat``, and ``RunChunk.heartbeat``
     for a chunk) every ``heartbeat_interval_s()``; only a *started* task whose lease is older
     than ``stale_after`` (default ``stale_after_s()``) is lost. Queued runs and queued chunks
-    wait for a worker however long the queue is; they are never judged. A lost run or chunk is
+    wait for a worker however long the queue is; they are never judged by age (queued work no task
+    holds any more is ``runs_redispatch_unheld``'s). A lost run or chunk is
     queued again (a redelivered copy of its old task finds it claimed or done and does nothing),
     at most ``max_attempts()`` starts in all, then its run fails ("worker lost"). A split run
     whose chunks are all done but whose merge was lost gets its merge queued.
@@ -138,6 +139,67 @@ def runs_reap_stale(*, stale_after: float | None = None, now=None) -> Reaped:
     if report.requeued or report.chunks_requeued or report.merges_queued or report.failed:
         logger.warning("reaper: work of lost workers %s", report)
     return report
+
+
+@dataclass
+class Redispatched:
+    """What one reconciliation of queued work did; ``unheld`` is what to look at next time."""
+
+    runs: list[int] = field(default_factory=list)
+    chunks: list[tuple[int, int]] = field(default_factory=list)
+    unheld: frozenset = frozenset()
+
+
+def runs_redispatch_unheld(*, unheld_before: frozenset = frozenset()) -> Redispatched:
+    """Queue again the queued work no task holds any more: the database is the truth.
+
+    A run or chunk is queued in the database when its task was sent; a broker restarted without
+    persistence, a send that failed after the commit, or a task thrown away on a database error
+    leaves it queued with nothing to compute it, for ever. Each pass asks the broker which tasks
+    it holds (``queue.tasks_held``: waiting or delivered and unacknowledged); queued work whose
+    task was missing in this pass *and* the previous one (``unheld_before``, a reaper interval
+    ago: a task in flight between the commit and the broker is not missing) is sent again under
+    a new task id. The task id is the claim: of several reapers only the one that changes it
+    sends. Nothing happens when the transport cannot tell (embedded mode).
+    """
+    held = queue.tasks_held()
+    report = Redispatched()
+    if held is None:
+        return report
+    unheld = {
+        ("run", pk, task_id)
+        for pk, task_id in Run.objects.filter(status=RunStatus.QUEUED).values_list("pk", "task_id")
+        if task_id not in held
+    }
+    chunks = RunChunk.objects.filter(state=ChunkState.QUEUED, run__status=RunStatus.RUNNING)
+    unheld |= {
+        ("chunk", (run_id, index), task_id)
+        for run_id, index, task_id in chunks.values_list("run_id", "index", "task_id")
+        if task_id not in held
+    }
+    for item in unheld & unheld_before:
+        _redispatch(item, report)
+    report.unheld = frozenset(unheld - unheld_before)
+    if report.runs or report.chunks:
+        logger.warning("reconciliation: queued work no task held, sent again: %s", report)
+    return report
+
+
+def _redispatch(item: tuple, report: Redispatched) -> None:
+    what, key, old_task_id = item
+    task_id = str(uuid.uuid4())
+    if what == "run":
+        if Run.objects.filter(pk=key, status=RunStatus.QUEUED, task_id=old_task_id).update(task_id=task_id):
+            queue.enqueue_run(key, task_id)
+            report.runs.append(key)
+        return
+    run_id, index = key
+    claimed = RunChunk.objects.filter(
+        run_id=run_id, index=index, state=ChunkState.QUEUED, task_id=old_task_id
+    ).update(task_id=task_id)
+    if claimed:
+        queue.enqueue_chunk(run_id, index, task_id)
+        report.chunks.append(key)
 
 
 def _requeue_run(run: Run, cutoff, report: Reaped) -> None:

@@ -3,6 +3,8 @@ them live in tests/conftest.py, shared with the topology and twin tests)."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 #: A GPT-like 1.3B job for 4 DGX H100 nodes (32 GPUs): tp 8 within a server, dp 4.
@@ -37,3 +39,24 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         worker = Worker(name="tasks")
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def own_queue():
+    """A queue of this test only (a session worker on the default queue never sees its tasks)."""
+    from twin.celery import app
+
+    name, default = f"reliability-{uuid.uuid4().hex[:8]}", app.conf.task_default_queue
+    app.conf.task_default_queue = name
+    yield name
+    app.conf.task_default_queue = default
+    with app.connection_for_write() as connection:
+        connection.default_channel.queue_purge(name)
+
+
+@pytest.fixture
+def design_scenario(transactional_db, catalog_db, team, user, job):
+    from scenarios.services import scenario_create
+
+    design = make_design(team=team, user=user)
+    return scenario_create(design=design, name="queued work", job=job, what_if={}, user=user)

@@ -8,7 +8,6 @@ never because it waits behind other runs; a worker SIGKILLed mid-chunk loses no 
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from django.db import transaction
@@ -28,28 +27,6 @@ MIX = [
     ("sweep", {"nodes": [1, 2, 3, 4, 8], "chunk_size": 1}),
     ("search", {"chunks": 3, "top": 5}),
 ]
-
-
-@pytest.fixture
-def own_queue():
-    """A queue of this test only (a session worker on the default queue never sees its tasks)."""
-    from twin.celery import app
-
-    name, default = f"reliability-{uuid.uuid4().hex[:8]}", app.conf.task_default_queue
-    app.conf.task_default_queue = name
-    yield name
-    app.conf.task_default_queue = default
-    with app.connection_for_write() as connection:
-        connection.default_channel.queue_purge(name)
-
-
-@pytest.fixture
-def design_scenario(transactional_db, catalog_db, team, user, job):
-    from scenarios.services import scenario_create
-    from tests.scenarios.conftest import make_design
-
-    design = make_design(team=team, user=user)
-    return scenario_create(design=design, name="busy queue", job=job, what_if={}, user=user)
 
 
 def worker(queue: str, name: str) -> Worker:
