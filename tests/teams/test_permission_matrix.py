@@ -177,7 +177,7 @@ DOORS = [
         None,
         "change",
         data=lambda w: _generator_data(w, name="Fresh", team=str(w.team.pk)),
-        denied="refused",
+        denied="forbidden",  # a viewer who may create in no team is told why, not shown a form
         outsider="refused",
         ok=(302,),
     ),
