@@ -271,24 +271,35 @@ class Rack(models.Model):
                         f"of {self.hall.rows} rows × {self.hall.columns} columns"
                     }
                 )
-        # Rule: on each side (A and B) the rack's feeds carry its whole budget (2N).
+        # Rule: a rack draws power; a budget of 0 kW (or less) is a typo, not a design.
+        if self.power_budget_kw is not None and self.power_budget_kw <= 0:
+            raise ValidationError(
+                {"power_budget_kw": f"power_budget_kw: must be above 0 kW (got {self.power_budget_kw:g})"}
+            )
         if self.pk:
-            for side, capacity_kw in self.feed_capacity_kw_by_side().items():
-                if capacity_kw + 1e-9 < self.power_budget_kw:
-                    raise ValidationError(
-                        {
-                            "power_budget_kw": f"{self.power_budget_kw:g} kW exceeds the side "
-                            f"{FeedSide(side).label} feeds' derated capacity "
-                            f"({capacity_kw:.1f} kW)"
-                        }
-                    )
+            shortfalls = self.feed_shortfalls()
+            if shortfalls:
+                raise ValidationError({"power_budget_kw": [f"power_budget_kw: {m}" for m in shortfalls]})
 
     def feed_capacity_kw_by_side(self) -> dict[int, float]:
-        """Derated capacity of the rack's feeds per side (only sides that have feeds)."""
-        totals: dict[int, float] = {}
-        for feed in self.feeds.select_related("feed_type"):
-            totals[feed.side] = totals.get(feed.side, 0.0) + feed.feed_type.capacity_kw
+        """Derated capacity of the rack's feeds on each side, A and B (0 kW on a side without feeds)."""
+        totals = {side.value: 0.0 for side in FeedSide}
+        for feed in self.feeds.all():
+            totals[feed.side] += feed.feed_type.capacity_kw
         return totals
+
+    def feed_shortfalls(self, budget_kw: float | None = None) -> list[str]:
+        """Rule (2N): each side, A and B, alone carries the rack's whole budget, so that either
+        side survives the other's loss. One message per short side (the one wording every check
+        uses: the rack form, the feed form and ``design_validate``); ``budget_kw`` tests another
+        budget than the saved one."""
+        budget_kw = self.power_budget_kw if budget_kw is None else budget_kw
+        return [
+            f"budget {budget_kw:g} kW exceeds the side {FeedSide(side).label} feeds' derated "
+            f"capacity ({kw:.1f} kW); 2N: each side alone carries the whole budget"
+            for side, kw in self.feed_capacity_kw_by_side().items()
+            if kw + 1e-9 < budget_kw
+        ]
 
 
 class Node(models.Model):

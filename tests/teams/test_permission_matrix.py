@@ -236,7 +236,8 @@ DOORS = [
         "change",
         data=lambda w: {
             "name": w.feed.name,
-            "panel": "PANEL-X",
+            "panel": "__new__",  # the explicit "New panel…" choice (a typed name is refused)
+            "new_panel": "PANEL-X",
             "feed_type": str(w.feed.feed_type_id),
             **_version(w),
         },
