@@ -27,7 +27,12 @@ from topology.choices import (
     SwitchRole,
     SwitchTier,
 )
-from topology.fabric.specs import feed_capacity_kw, server_nameplate_w
+from topology.fabric.specs import (
+    ANNUAL_FAILURE_RATE_RANGE,
+    efficiency_problems,
+    feed_capacity_kw,
+    server_nameplate_w,
+)
 
 positive = MinValueValidator(0)
 fraction = [MinValueValidator(0), MaxValueValidator(1)]
@@ -50,6 +55,21 @@ class CatalogModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        # Rule: a failure rate is per unit-year, from 0 to ANNUAL_FAILURE_RATE_RANGE's top.
+        low, high = ANNUAL_FAILURE_RATE_RANGE
+        errors = {}
+        for model_field in self._meta.concrete_fields:
+            value = getattr(self, model_field.attname)
+            if model_field.name.endswith("annual_failure_rate") and value is not None:
+                if not low <= value <= high:
+                    errors[model_field.name] = (
+                        f"{model_field.name}: must be from {low:g} to {high:g} failures per unit-year "
+                        f"(got {value:g}; a percentage is a fraction here: 5 % is 0.05)"
+                    )
+        if errors:
+            raise ValidationError(errors)
 
 
 class GpuType(CatalogModel):
@@ -76,9 +96,17 @@ class GpuType(CatalogModel):
         verbose_name = "GPU type"
 
     def clean(self):
+        super().clean()
         # Idle draw above TDP is a data-entry error that would invert every power swing.
         if self.idle_w is not None and self.tdp_w is not None and self.idle_w >= self.tdp_w:
             raise ValidationError({"idle_w": f"must be below the TDP ({self.tdp_w:g} W)"})
+        # Rule: efficiency sets only the step-time model's constants, each within its range
+        # (an unknown key used to be ignored silently: a typo left the default in force).
+        problems = efficiency_problems(self.efficiency)
+        if problems:
+            raise ValidationError(
+                {"efficiency": [f"efficiency.{key}: {message}" for key, message in problems.items()]}
+            )
 
 
 class ServerType(CatalogModel):
@@ -115,6 +143,7 @@ class ServerType(CatalogModel):
         )
 
     def clean(self):
+        super().clean()
         # A scale-up domain is made of whole servers (8 per HGX, 18 trays per NVL72).
         if self.gpus_per_server and self.scaleup_domain_gpus:
             if self.scaleup_domain_gpus % self.gpus_per_server:
@@ -138,6 +167,7 @@ class SwitchType(CatalogModel):
         verbose_name = "switch type"
 
     def clean(self):
+        super().clean()
         if not isinstance(self.roles, list) or not self.roles:
             raise ValidationError({"roles": "must list at least one of leaf, spine, core, scaleup"})
         bad = set(self.roles) - set(SwitchRole.values)
