@@ -446,7 +446,8 @@ def test_failures_and_power_runs_replay_on_the_floor_plan(wide, runs):
     fit = wide.evaluate(
         """() => { const box = document.querySelector('[data-failures-panel] .scroll-list');
                    const table = box.querySelector('table');
-                   return {box: box.clientWidth, scroll: box.scrollWidth, table: table.getBoundingClientRect().width,
+                   return {box: box.clientWidth, scroll: box.scrollWidth,
+                           table: table.getBoundingClientRect().width,
                            panel: document.querySelector('[data-failures-panel]').clientWidth}; }"""
     )
     assert fit["scroll"] <= fit["box"] and fit["table"] <= fit["panel"], fit

@@ -20,7 +20,7 @@ def test_binned_envelope_gives_min_mean_max_per_bin():
 
 
 def test_binned_envelope_keeps_a_short_series_and_a_ragged_last_bin():
-    times, low, mean, high = binned_envelope(np.array([3.0, 1.0, 2.0]), dt_s=1.0, bins=10)
+    _, low, mean, high = binned_envelope(np.array([3.0, 1.0, 2.0]), dt_s=1.0, bins=10)
     assert low.tolist() == mean.tolist() == high.tolist() == [3.0, 1.0, 2.0]
     _, low, mean, high = binned_envelope(np.arange(7, dtype=float), dt_s=1.0, bins=3)  # bins of 3
     assert low.tolist() == [0, 3, 6] and high.tolist() == [2, 5, 6] and mean.tolist() == [1, 4, 6]
