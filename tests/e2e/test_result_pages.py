@@ -473,8 +473,8 @@ def test_failures_and_power_runs_replay_on_the_floor_plan(wide, runs):
     # The job-life chart is an envelope: a band (min to max per bin) and a mean line, a few
     # hundred points each, not a block of every sample.
     traces = wide.evaluate(
-        """() => document.querySelector('[data-chart="job-timeline"]').data.map(
-             (t) => ({name: t.name, fill: t.fill || '', points: t.x.length}))"""
+        """() => document.querySelector('[data-chart="job-timeline"]')._fullData.map(
+             (t) => ({name: t.name, fill: t.fill === 'none' ? '' : t.fill, points: t._length}))"""
     )
     assert [t["fill"] for t in traces] == ["", "tonexty", ""], traces
     assert traces[2]["name"] == "mean" and all(0 < t["points"] <= 400 for t in traces), traces
