@@ -45,7 +45,7 @@ export function init(page, { floor, urls }) {
       const row = document.createElement("tr");
       const cell = (text, className = "") => Object.assign(document.createElement("td"), { textContent: text, className });
       const what = cell(e.kind);
-      what.append(Object.assign(document.createElement("small"), { className: "effect", textContent: e.effect }));
+      if (e.effect && e.effect !== e.kind) what.append(Object.assign(document.createElement("small"), { className: "effect", textContent: e.effect }));
       row.append(cell((e.time_s / DAY_S).toFixed(2), "num"), what,
         cell(e.rack >= 0 ? floor.racks[e.rack]?.name ?? e.rack : "—", "nowrap"),
         cell(e.downtime_s ? `${(e.downtime_s / 60).toFixed(0)} min` : "—", "num"));
