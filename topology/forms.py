@@ -101,7 +101,7 @@ class FeedEditForm(VersionedForm):
     name = forms.CharField(max_length=48)
     panel = forms.ChoiceField(help_text="the design's panels")
     new_panel = forms.CharField(
-        label="New panel name", max_length=48, required=False, help_text="only with “New panel…”"
+        label="New panel name", max_length=48, required=False, help_text="the new panel's name"
     )
     feed_type = forms.ModelChoiceField(label="Circuit type", queryset=PowerFeedType.objects.order_by("slug"))
 
