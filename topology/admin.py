@@ -78,7 +78,7 @@ class CatalogAdmin(admin.ModelAdmin):
                 # The admin renders help text as HTML: the source is escaped, the label is ours.
                 before = escape(str(field.help_text)) + "<br>" if field.help_text else ""
                 field.help_text = mark_safe(f"{before}<strong>Source:</strong> {escape(str(source))}")
-            elif name not in ("slug", "name", "sources") and obj is not None:
+            elif obj is not None and isinstance(field, forms.FloatField | forms.IntegerField):
                 before = escape(str(field.help_text)) + "<br>" if field.help_text else ""
                 field.help_text = mark_safe(f"{before}<em>No source recorded for this figure.</em>")
         return form
