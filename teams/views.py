@@ -16,7 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from teams import services
-from teams.current import team_switch, user_teams
+from teams.current import current_team, team_switch, user_teams
 from teams.forms import InviteForm, RoleForm, TeamStartForm, TeamSwitchForm, add_service_errors
 from teams.models import Team, TeamMembership
 from teams.permissions import MANAGE, VIEW, actions_on, require, restrict, team_roles
@@ -55,8 +55,16 @@ def team_list(request):
         except ValidationError as error:
             add_service_errors(form, error)
         else:
-            team_switch(request, team)
-            messages.success(request, f"Team “{team.name}” started: invite your team-mates by username.")
+            # Starting a team never changes what the lists show: the user switches when ready.
+            current = current_team(request)
+            where = "it is not your current team"
+            if current is not None:
+                where = f"your current team is still “{current.name}”"
+            messages.success(
+                request,
+                f"Team “{team.name}” created; {where}. Switch to it with the button below, "
+                "and invite your team-mates by username.",
+            )
             return redirect("teams:detail", pk=team.pk)
     roles = team_roles(request.user)
     teams = [

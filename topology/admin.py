@@ -16,6 +16,8 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import Model
 from django.http import HttpResponse
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from teams.admin import TeamOwnedAdmin
 from teams.permissions import CHANGE, MANAGE, require
@@ -59,9 +61,40 @@ def export_yaml(modeladmin, request, queryset):
 
 
 class CatalogAdmin(admin.ModelAdmin):
+    """A catalog table: every figure's source beside it (the row's ``sources``, field → datasheet
+    or paper), and the model's rules (``clean``: failure-rate and efficiency ranges) on save."""
+
     search_fields = ("slug", "name")
     actions = (export_yaml,)
     prepopulated_fields = {"slug": ("name",)}
+    readonly_fields = ("figure_sources",)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        sources = obj.sources if obj is not None and isinstance(obj.sources, dict) else {}
+        for name, field in form.base_fields.items():
+            source = sources.get(name)
+            if source:
+                # The admin renders help text as HTML: the source is escaped, the label is ours.
+                before = escape(str(field.help_text)) + "<br>" if field.help_text else ""
+                field.help_text = mark_safe(f"{before}<strong>Source:</strong> {escape(str(source))}")
+            elif obj is not None and isinstance(field, forms.FloatField | forms.IntegerField):
+                before = escape(str(field.help_text)) + "<br>" if field.help_text else ""
+                field.help_text = mark_safe(f"{before}<em>No source recorded for this figure.</em>")
+        return form
+
+    @admin.display(description="sources of the figures")
+    def figure_sources(self, obj):
+        sources = obj.sources if obj is not None and isinstance(obj.sources, dict) else {}
+        if not sources:
+            return "none recorded"
+        labels = {f.name: str(f.verbose_name) for f in obj._meta.concrete_fields}
+        return format_html(
+            "<dl class='figure-sources'>{}</dl>",
+            format_html_join(
+                "", "<dt>{}</dt><dd>{}</dd>", ((labels.get(k, k), v) for k, v in sorted(sources.items()))
+            ),
+        )
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -90,14 +90,38 @@ class RackEditForm(VersionedForm):
     power_budget_kw = forms.FloatField(label="Power budget (kW)")
 
 
+#: The panel select's explicit choice to start a panel (a typed name never makes one by accident).
+NEW_PANEL = "__new__"
+
+
 class FeedEditForm(VersionedForm):
+    """A feed's name, circuit type and panel, chosen among the design's panels (or a new one,
+    explicitly: the "New panel…" option and its name)."""
+
     name = forms.CharField(max_length=48)
-    panel = forms.CharField(max_length=48)
+    panel = forms.ChoiceField(help_text="the design's panels")
+    new_panel = forms.CharField(
+        label="New panel name", max_length=48, required=False, help_text="the new panel's name"
+    )
     feed_type = forms.ModelChoiceField(label="Circuit type", queryset=PowerFeedType.objects.order_by("slug"))
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, panels=(), **kwargs):
         super().__init__(*args, **kwargs)
+        self.rebind_kwargs = {"panels": panels}
+        self.fields["panel"].choices = [(p, p) for p in panels] + [(NEW_PANEL, "New panel…")]
         self.fields["feed_type"].label_from_instance = lambda t: f"{t.name} ({t.capacity_kw:.1f} kW derated)"
+
+    def clean(self):
+        data = super().clean()
+        data["create_panel"] = data.get("panel") == NEW_PANEL
+        if data["create_panel"]:
+            name = (data.get("new_panel") or "").strip()
+            if not name:
+                self.add_error("new_panel", "name the new panel (or choose one of the design's panels)")
+            elif name.casefold() in {p.casefold() for p in self.rebind_kwargs["panels"]}:
+                self.add_error("new_panel", f"panel {name} exists already: choose it in the list")
+            data["panel"] = name
+        return data
 
 
 class ForkForm(forms.Form):

@@ -27,7 +27,12 @@ from topology.choices import (
     SwitchRole,
     SwitchTier,
 )
-from topology.fabric.specs import feed_capacity_kw, server_nameplate_w
+from topology.fabric.specs import (
+    ANNUAL_FAILURE_RATE_RANGE,
+    efficiency_problems,
+    feed_capacity_kw,
+    server_nameplate_w,
+)
 
 positive = MinValueValidator(0)
 fraction = [MinValueValidator(0), MaxValueValidator(1)]
@@ -50,6 +55,21 @@ class CatalogModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self):
+        # Rule: a failure rate is per unit-year, from 0 to ANNUAL_FAILURE_RATE_RANGE's top.
+        low, high = ANNUAL_FAILURE_RATE_RANGE
+        errors = {}
+        for model_field in self._meta.concrete_fields:
+            value = getattr(self, model_field.attname)
+            if model_field.name.endswith("annual_failure_rate") and value is not None:
+                if not low <= value <= high:
+                    errors[model_field.name] = (
+                        f"{model_field.name}: must be from {low:g} to {high:g} failures per unit-year "
+                        f"(got {value:g}; a percentage is a fraction here: 5 % is 0.05)"
+                    )
+        if errors:
+            raise ValidationError(errors)
 
 
 class GpuType(CatalogModel):
@@ -76,9 +96,17 @@ class GpuType(CatalogModel):
         verbose_name = "GPU type"
 
     def clean(self):
+        super().clean()
         # Idle draw above TDP is a data-entry error that would invert every power swing.
         if self.idle_w is not None and self.tdp_w is not None and self.idle_w >= self.tdp_w:
             raise ValidationError({"idle_w": f"must be below the TDP ({self.tdp_w:g} W)"})
+        # Rule: efficiency sets only the step-time model's constants, each within its range
+        # (an unknown key used to be ignored silently: a typo left the default in force).
+        problems = efficiency_problems(self.efficiency)
+        if problems:
+            raise ValidationError(
+                {"efficiency": [f"efficiency.{key}: {message}" for key, message in problems.items()]}
+            )
 
 
 class ServerType(CatalogModel):
@@ -115,6 +143,7 @@ class ServerType(CatalogModel):
         )
 
     def clean(self):
+        super().clean()
         # A scale-up domain is made of whole servers (8 per HGX, 18 trays per NVL72).
         if self.gpus_per_server and self.scaleup_domain_gpus:
             if self.scaleup_domain_gpus % self.gpus_per_server:
@@ -138,6 +167,7 @@ class SwitchType(CatalogModel):
         verbose_name = "switch type"
 
     def clean(self):
+        super().clean()
         if not isinstance(self.roles, list) or not self.roles:
             raise ValidationError({"roles": "must list at least one of leaf, spine, core, scaleup"})
         bad = set(self.roles) - set(SwitchRole.values)
@@ -271,24 +301,35 @@ class Rack(models.Model):
                         f"of {self.hall.rows} rows × {self.hall.columns} columns"
                     }
                 )
-        # Rule: on each side (A and B) the rack's feeds carry its whole budget (2N).
+        # Rule: a rack draws power; a budget of 0 kW (or less) is a typo, not a design.
+        if self.power_budget_kw is not None and self.power_budget_kw <= 0:
+            raise ValidationError(
+                {"power_budget_kw": f"power_budget_kw: must be above 0 kW (got {self.power_budget_kw:g})"}
+            )
         if self.pk:
-            for side, capacity_kw in self.feed_capacity_kw_by_side().items():
-                if capacity_kw + 1e-9 < self.power_budget_kw:
-                    raise ValidationError(
-                        {
-                            "power_budget_kw": f"{self.power_budget_kw:g} kW exceeds the side "
-                            f"{FeedSide(side).label} feeds' derated capacity "
-                            f"({capacity_kw:.1f} kW)"
-                        }
-                    )
+            shortfalls = self.feed_shortfalls()
+            if shortfalls:
+                raise ValidationError({"power_budget_kw": [f"power_budget_kw: {m}" for m in shortfalls]})
 
     def feed_capacity_kw_by_side(self) -> dict[int, float]:
-        """Derated capacity of the rack's feeds per side (only sides that have feeds)."""
-        totals: dict[int, float] = {}
-        for feed in self.feeds.select_related("feed_type"):
-            totals[feed.side] = totals.get(feed.side, 0.0) + feed.feed_type.capacity_kw
+        """Derated capacity of the rack's feeds on each side, A and B (0 kW on a side without feeds)."""
+        totals = {side.value: 0.0 for side in FeedSide}
+        for feed in self.feeds.all():
+            totals[feed.side] += feed.feed_type.capacity_kw
         return totals
+
+    def feed_shortfalls(self, budget_kw: float | None = None) -> list[str]:
+        """Rule (2N): each side, A and B, alone carries the rack's whole budget, so that either
+        side survives the other's loss. One message per short side (the one wording every check
+        uses: the rack form, the feed form and ``design_validate``); ``budget_kw`` tests another
+        budget than the saved one."""
+        budget_kw = self.power_budget_kw if budget_kw is None else budget_kw
+        return [
+            f"budget {budget_kw:g} kW exceeds the side {FeedSide(side).label} feeds' derated "
+            f"capacity ({kw:.1f} kW); 2N: each side alone carries the whole budget"
+            for side, kw in self.feed_capacity_kw_by_side().items()
+            if kw + 1e-9 < budget_kw
+        ]
 
 
 class Node(models.Model):

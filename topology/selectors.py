@@ -103,6 +103,27 @@ def design_rack_power(design: Design) -> RackPower:
     return _RACK_POWER.get(design, lambda: _rack_power(design))
 
 
+def rack_budget_warning(rack: Rack) -> str | None:
+    """The warning of a rack whose power budget is below the nameplate of what it holds (the
+    save is allowed: a budget below nameplate is a deliberate power cap), or None."""
+    power = design_rack_power(rack.hall.design)
+    position = int(power.index([rack.pk])[0])
+    if position >= power.rack_pk.size or power.rack_pk[position] != rack.pk:
+        return None
+    nameplate_kw = float(power.nameplate_kw[position])
+    if rack.power_budget_kw + 1e-9 >= nameplate_kw:
+        return None
+    what = (
+        "servers and switches"
+        if power.switches[position] and power.nodes[position]
+        else ("switches" if power.switches[position] else "servers")
+    )
+    return (
+        f"budget {rack.power_budget_kw:g} kW is below the nameplate {nameplate_kw:.1f} kW of the "
+        f"{what} in it: at full load they would be power-capped"
+    )
+
+
 def _rack_power(design: Design) -> RackPower:
     hall_pk = design.halls.order_by("pk").values_list("pk", flat=True).first()
     rack_pk, budget_kw = _column(Rack.objects.filter(hall_id=hall_pk).order_by("pk"), "pk", "power_budget_kw")

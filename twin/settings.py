@@ -9,6 +9,7 @@ every variable. Setting ``REDIS_URL`` switches Celery and Channels to Redis; set
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -26,11 +27,34 @@ def env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DEBUG = env_bool("DEBUG", True)
+#: ``manage.py serve`` (what ``make run`` starts) serves the app as its users see it: DEBUG off
+#: unless DEBUG=1 asks for it, so a missing page is the site's 404 page and a refusal its 403
+#: page, never Django's debug page with settings and a traceback. The test runner and every
+#: other command keep DEBUG on by default.
+SERVING = sys.argv[1:2] == ["serve"]
+DEBUG = env_bool("DEBUG", not SERVING)
 # The embedded default key only serves local development; a system check refuses it when
 # DEBUG is off (see twin/checks.py).
 INSECURE_DEFAULT_SECRET_KEY = "django-insecure-cluster-twin-local-development-only"
-SECRET_KEY = os.environ.get("SECRET_KEY", INSECURE_DEFAULT_SECRET_KEY)
+
+
+def local_secret_key(var_dir: Path) -> str:
+    """This machine's own key for ``manage.py serve`` without SECRET_KEY: made once, kept in
+    ``var/secret_key`` (readable by its owner only) so sessions survive a restart."""
+    path = var_dir / "secret_key"
+    if not path.exists():
+        import secrets
+
+        var_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("SECRET_KEY") or (
+    local_secret_key(VAR_DIR) if SERVING and not DEBUG else INSECURE_DEFAULT_SECRET_KEY
+)
 # twin.E002 already refuses the embedded key; Django's own weak-key warning would say it twice.
 SILENCED_SYSTEM_CHECKS = ["security.W009"] if SECRET_KEY == INSECURE_DEFAULT_SECRET_KEY else []
 ALLOWED_HOSTS = [
@@ -231,7 +255,10 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A refused or missing page is one line in the log (Django attaches the PermissionDenied or
+    # Http404 traceback, which says nothing about the server); a 5xx keeps its traceback.
+    "filters": {"client_errors_one_line": {"()": "twin.log_filters.ClientErrorsOneLine"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["client_errors_one_line"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"daphne": {"level": "WARNING"}},
 }
@@ -242,11 +269,14 @@ LOGGING = {
 # SECURE_COOKIES=0.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = int(os.environ.get("SESSION_COOKIE_AGE", str(14 * 24 * 3600)))
+# `manage.py serve` is plain HTTP on this machine (127.0.0.1 by default): its defaults are
+# HTTP's; daphne behind a TLS proxy (the Docker image) keeps HTTPS-only defaults.
+_HTTPS_DEFAULT = not SERVING
 if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
-    CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
-    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _HTTPS_DEFAULT)
+    CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", _HTTPS_DEFAULT)
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _HTTPS_DEFAULT)
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000" if _HTTPS_DEFAULT else "0"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
     _proxy_header = [p.strip() for p in os.environ.get("SECURE_PROXY_SSL_HEADER", "").split(",") if p.strip()]

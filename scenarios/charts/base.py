@@ -23,15 +23,42 @@ PALETTE = (
 
 
 def figure_layout(title: str, **extra: Any) -> dict[str, Any]:
-    """The layout every chart starts from (title, margins, font, white background, legend below,
-    340 px), with ``extra`` keys replacing or adding to it."""
+    """The layout every chart starts from (title top left, margins, font, white background,
+    legend at the bottom, 340 px), with ``extra`` keys replacing or adding to it.
+
+    The legend is placed in container coordinates (the figure's bottom edge), so Plotly pushes
+    the bottom margin to hold the tick labels, the x-axis title *and* the legend: placed in plot
+    coordinates (``y: -0.2``, a fraction of the plot's height) it sat on the axis title whenever
+    the plot was short or the tick labels tall."""
     base = {
-        "title": {"text": title, "font": {"size": 14}},
+        "title": {
+            "text": title,
+            "font": {"size": 14},
+            # From the figure's left edge (not the plot's, which long y labels push right and
+            # a long title then runs off the figure).
+            "x": 0,
+            "xanchor": "left",
+            "xref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"t": 8, "l": 12},
+            "automargin": True,
+        },
         "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
         "font": {"family": "system-ui, sans-serif", "size": 12},
         "plot_bgcolor": "#fff",
         "paper_bgcolor": "#fff",
-        "legend": {"orientation": "h", "y": -0.2},
+        "legend": {
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "y": 0,
+            "yanchor": "bottom",
+            "yref": "container",
+        },
+        "xaxis": {"automargin": True},
+        "yaxis": {"automargin": True},
         "height": 340,
     }
     base.update(extra)

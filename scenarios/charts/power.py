@@ -32,6 +32,44 @@ def envelope(
     return index * dt_s, values[index]
 
 
+#: Time bins of the job-life chart: each draws its minimum, mean and maximum, so weeks of
+#: samples read as a band around a line instead of a solid block of oscillation.
+JOB_LIFE_BINS = 400
+
+
+def binned_envelope(
+    values: np.ndarray, dt_s: float, bins: int = JOB_LIFE_BINS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(bin mid-times, minimum, mean, maximum) of a series cut into about ``bins`` equal bins.
+
+    Parameters
+    ----------
+    values : ndarray, (N,)
+        The series, one sample per ``dt_s`` seconds.
+    dt_s : float
+        Sample spacing (s).
+    bins : int
+        At most this many bins; a series shorter than that keeps one sample per bin.
+
+    Returns
+    -------
+    times_s, low, mean, high : ndarray, (B,)
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    if n == 0:
+        empty = np.zeros(0)
+        return empty, empty, empty, empty
+    per = max(1, int(np.ceil(n / bins)))
+    edges = np.arange(0, n, per)
+    counts = np.diff(np.append(edges, n))
+    low = np.minimum.reduceat(values, edges)
+    high = np.maximum.reduceat(values, edges)
+    mean = np.add.reduceat(values, edges) / counts
+    times_s = (edges + (counts - 1) / 2.0) * dt_s
+    return times_s, low, mean, high
+
+
 def power_series_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str, Any]) -> go.Figure:
     """Facility draw over the simulated window (MW), with its window events shaded."""
     t, mw = envelope(facility_mw, dt_s)
@@ -97,19 +135,48 @@ def spectrum_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str, Any
 
 
 def coarse_power_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str, Any]) -> go.Figure:
-    """Facility draw over the job's life (the failure trial's crashes, restarts, checkpoints)."""
-    t, mw = envelope(facility_mw, dt_s)
+    """Facility draw over the job's life (the failure trial's crashes, restarts, checkpoints):
+    per time bin its range as a shaded band and its mean as a line."""
+    hours, low, mean, high = binned_envelope(facility_mw, dt_s)
+    hours = hours / 3600.0
+    per_bin_h = (hours[1] - hours[0]) if hours.size > 1 else dt_s / 3600.0
     figure = go.Figure(
         layout=figure_layout(
             "Facility power over the job's life",
             xaxis={"title": {"text": "hours"}, "gridcolor": "#eee"},
             yaxis={"title": {"text": "MW"}, "gridcolor": "#eee"},
+            hovermode="x unified",
+        )
+    )
+    band = PALETTE[1]
+    figure.add_trace(
+        go.Scatter(
+            x=hours, y=high, mode="lines", name="max", line={"width": 0, "color": band}, showlegend=False
         )
     )
     figure.add_trace(
-        go.Scatter(x=t / 3600.0, y=mw, mode="lines", name="facility", line={"color": PALETTE[1], "width": 1})
+        go.Scatter(
+            x=hours,
+            y=low,
+            mode="lines",
+            name=f"range per {_duration(per_bin_h)}",
+            line={"width": 0, "color": band},
+            fill="tonexty",
+            fillcolor="rgba(245, 133, 24, 0.25)",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(x=hours, y=mean, mode="lines", name="mean", line={"color": band, "width": 1.6})
     )
     return figure
+
+
+def _duration(hours: float) -> str:
+    if hours >= 1:
+        return f"{hours:.3g} h"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.3g} min"
+    return f"{hours * 3600:.3g} s"
 
 
 def mitigations_figure(summary: dict[str, Any]) -> go.Figure:

@@ -214,8 +214,6 @@ def timeline_figure(timeline) -> go.Figure:
             yaxis={"title": {"text": "pipeline stage"}, "autorange": "reversed", "type": "category"},
             height=max(300, 22 * stages.size + 140),
             bargap=0.15,
-            # Below the axis title whatever the row count (paper units shrink with few stages).
-            legend={"orientation": "h", "y": -0.1 - 60 / max(160, 22 * stages.size)},
         )
     )
     rows = kind[stages]

@@ -176,12 +176,19 @@ def scenario_yaml(request, pk: int):
 
 @login_required
 def scenario_import(request):
-    designs = of_current_team(request, restrict(Design.objects, request.user, CHANGE))
+    """Import a scenario file onto a design: ``?design=<pk>`` (the design page's "Import YAML")
+    fixes the design, whichever team is current; otherwise the current team's designs."""
+    if request.GET.get("design"):
+        design = design_or_404(request.user, pk_or_404(request.GET["design"]), CHANGE)
+        designs = Design.objects.filter(pk=design.pk)
+    else:
+        design = None
+        designs = of_current_team(request, restrict(Design.objects, request.user, CHANGE))
     form = ScenarioImportForm(
         request.POST or None,
         request.FILES or None,
         designs=designs,
-        initial={"design": request.GET.get("design")},
+        initial={"design": design},
     )
     if request.method == "POST" and form.is_valid():
         try:
@@ -195,7 +202,10 @@ def scenario_import(request):
             messages.success(request, f"Imported “{scenario.name}”.")
             return redirect(scenario)
     return render(
-        request, "scenarios/scenario_import.html", {"form": form}, status=400 if form.errors else 200
+        request,
+        "scenarios/scenario_import.html",
+        {"form": form, "design": design},
+        status=400 if form.errors else 200,
     )
 
 

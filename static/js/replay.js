@@ -23,6 +23,12 @@ export function bindReplay(panel, floor, { metric, spec, frames, step = 1, inter
     if (time) time.textContent = timeText(frame);
   }
 
+  // Moving the slider or pressing Play is asking to see the replay: the floor plan switches to
+  // its metric (the user need not find it in the "Color by" select first).
+  function showing() {
+    if (floor.current?.name !== metric) floor.setMetric(metric);
+  }
+
   function stop() {
     clearInterval(timer);
     timer = 0;
@@ -32,12 +38,16 @@ export function bindReplay(panel, floor, { metric, spec, frames, step = 1, inter
   slider.min = "0";
   slider.max = String(frames - 1);
   slider.value = "0";
-  slider.addEventListener("input", () => show(Number(slider.value)));
+  slider.addEventListener("input", () => {
+    showing();
+    show(Number(slider.value));
+  });
   button.addEventListener("click", () => {
     if (timer) {
       stop();
       return;
     }
+    showing();
     button.textContent = "Pause";
     timer = setInterval(() => {
       slider.value = String((Number(slider.value) + step) % frames);

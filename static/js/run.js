@@ -93,7 +93,7 @@ const live = new LiveSocket(urls.live, {
     kind.partial?.(msg);
   },
   status: (msg) => {
-    if (msg.status === "succeeded") setProgress(1);
+    if (msg.status === "succeeded") setProgress(1, msg.stage || "done"); // not the last step's stage
     else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
     renderFigures($("[data-summary]"), msg.figures);

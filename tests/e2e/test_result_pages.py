@@ -126,6 +126,26 @@ def chart_fill(page) -> list[dict]:
     )
 
 
+def chart_overlaps(page) -> list[dict]:
+    """Per chart, the pairs of its legend, title and axis titles whose boxes overlap."""
+    return page.evaluate(
+        """() => {
+          const box = (el) => el && el.getBoundingClientRect();
+          const hit = (a, b) => a && b && a.width && b.width && a.left < b.right && b.left < a.right
+            && a.top < b.bottom && b.top < a.bottom;
+          return Array.from(document.querySelectorAll('#charts .chart'), (el) => {
+            const parts = {legend: box(el.querySelector('.legend .bg')),
+                           title: box(el.querySelector('.gtitle')),
+                           xtitle: box(el.querySelector('.g-xtitle text')),
+                           ytitle: box(el.querySelector('.g-ytitle text'))};
+            const pairs = [['legend', 'xtitle'], ['legend', 'ytitle'], ['legend', 'title']];
+            return {id: el.dataset.chart,
+                    overlaps: pairs.filter(([a, b]) => hit(parts[a], parts[b])).map((p) => p.join('/'))};
+          }).filter((c) => c.overlaps.length);
+        }"""
+    )
+
+
 def assert_charts_fill(page, expected: int) -> None:
     page.wait_for_selector("#charts[data-rendered]", timeout=60_000)
     page.wait_for_timeout(300)  # any resize the observer triggers is drawn by now
@@ -134,6 +154,8 @@ def assert_charts_fill(page, expected: int) -> None:
     for chart in charts:
         assert chart["cell"] > 300, chart
         assert abs(chart["drawn"] - chart["cell"]) <= FILL_TOLERANCE_PX, f"{page.width} px: {chart}"
+    # Axis titles and the chart title clear the legend on every chart (it sat on the x title).
+    assert chart_overlaps(page) == [], f"{page.width} px: {chart_overlaps(page)}"
 
 
 def test_run_page_charts_fill_their_cells(sized, runs):
@@ -420,19 +442,43 @@ def test_failures_and_power_runs_replay_on_the_floor_plan(wide, runs):
     assert "spares" in wide.inner_text("[data-replay-spares]")
     _play_and_pause(wide)
     assert_charts_fill(wide, 4)
+    # The event table fits its panel at 1440 px: nothing clipped, no sideways scrolling.
+    fit = wide.evaluate(
+        """() => { const box = document.querySelector('[data-failures-panel] .scroll-list');
+                   const table = box.querySelector('table');
+                   return {box: box.clientWidth, scroll: box.scrollWidth,
+                           table: table.getBoundingClientRect().width,
+                           panel: document.querySelector('[data-failures-panel]').clientWidth}; }"""
+    )
+    assert fit["scroll"] <= fit["box"] and fit["table"] <= fit["panel"], fit
     shot(wide, "run-failures")
     start_run(wide, runs["scenario"], "power")
+    # Watched live to the end, the stage says so (not the last step it reported).
+    assert wide.inner_text("[data-stage]") == "done"
     wide.wait_for_selector("[data-power-panel]:not([hidden])", timeout=60_000)
     assert "failures run #" in wide.inner_text("[data-power-about]")
     state = _replay_state(wide)
     assert state["metric"] == "power_rack" and "power_replay" in state["options"], state
     assert state["max"] > 0 and state["time"] == "hour 0.0", state
-    _move_replay(wide, 1.0)
-    assert _replay_state(wide)["time"] != "hour 0.0"
+    # Play replays the racks' power on the floor plan without picking a metric first.
     _play_and_pause(wide)
-    wide.select_option("[data-metric-select]", "power_replay")
     assert wide.evaluate("window.twinFloorPlan.current.name") == "power_replay"
+    assert "Replay: rack power" in wide.inner_text("#floor-plan .fp-legend")
+    wide.select_option("[data-metric-select]", "power_rack")
+    _move_replay(wide, 1.0)  # and so does the slider
+    assert _replay_state(wide)["metric"] == "power_replay"
+    assert _replay_state(wide)["time"] != "hour 0.0"
     assert not wide.locator("[data-feeds-panel]").is_hidden()
     assert_charts_fill(wide, 3)
+    # The job-life chart is an envelope: a band (min to max per bin) and a mean line, a few
+    # hundred points each, not a block of every sample.
+    traces = wide.evaluate(
+        """() => document.querySelector('[data-chart="job-timeline"]')._fullData.map(
+             (t) => ({name: t.name, fill: t.fill === 'none' ? '' : t.fill, points: t._length}))"""
+    )
+    assert [t["fill"] for t in traces] == ["", "tonexty", ""], traces
+    assert traces[2]["name"] == "mean" and all(0 < t["points"] <= 400 for t in traces), traces
+    wide.locator('[data-chart="job-timeline"]').scroll_into_view_if_needed()
+    wide.locator('[data-chart="job-timeline"]').screenshot(path=str(SHOTS / "run-power-job-life.png"))
     shot(wide, "run-power")
     assert not wide.js_errors, wide.js_errors

@@ -210,6 +210,11 @@ def viewer_cannot_edit(page, base: str, design_url: str) -> None:
     response = page.goto(design_url + "edit/")
     assert response.status == 403 and "Your role does not allow this" in page.inner_text("main")
     shot(page, "forbidden")
+    page.goto(f"{base}/designs/new/")  # a viewer in every team is told why, not shown a form
+    text = page.inner_text("main")
+    assert "You cannot create a design yet" in text and "E2E team: Viewer" in text
+    assert page.locator("[data-save-design]").count() == 0
+    shot(page, "design-new-viewer")
 
 
 def stranger_gets_404(page, base: str, design_url: str) -> None:
@@ -229,8 +234,11 @@ def admin_pages(page, base: str, design_url: str) -> None:
     page.goto(f"{base}/teams/")
     page.fill("#id_name", "Second team")
     page.click("text=Start team")
-    page.wait_for_selector("[data-invite]")  # the new team's page, now the current team
-    page.goto(f"{base}/designs/")
+    page.wait_for_selector("[data-invite]")  # the new team's page; the current team is unchanged
+    assert "your current team is still “E2E team”" in page.inner_text("main")
+    shot(page, "team-started-not-switched")
+    page.click("[data-switch-team] button")
+    page.wait_for_url(f"{base}/designs/")
     assert E2E_DESIGN not in page.inner_text("main")  # lists show the current team's objects
     shot(page, "design-list-second-team")
     page.select_option("#team-switch", label="E2E team")

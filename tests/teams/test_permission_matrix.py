@@ -177,7 +177,7 @@ DOORS = [
         None,
         "change",
         data=lambda w: _generator_data(w, name="Fresh", team=str(w.team.pk)),
-        denied="refused",
+        denied="forbidden",  # a viewer who may create in no team is told why, not shown a form
         outsider="refused",
         ok=(302,),
     ),
@@ -236,7 +236,8 @@ DOORS = [
         "change",
         data=lambda w: {
             "name": w.feed.name,
-            "panel": "PANEL-X",
+            "panel": "__new__",  # the explicit "New panel…" choice (a typed name is refused)
+            "new_panel": "PANEL-X",
             "feed_type": str(w.feed.feed_type_id),
             **_version(w),
         },

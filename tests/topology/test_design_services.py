@@ -44,7 +44,7 @@ def test_whole_design_rules_catch_an_overloaded_rack(catalog_db, team, small_pla
     rack = Rack.objects.filter(hall__design=design, kind=0).first()
     Rack.objects.filter(pk=rack.pk).update(power_budget_kw=10_000)
     problems = design_validate(design=design)
-    assert any(p.startswith(f"rack {rack.name}: side A feeds carry") for p in problems)
+    assert any(p.startswith(f"rack {rack.name}: budget 10000 kW exceeds the side A feeds'") for p in problems)
 
 
 def test_design_plan_round_trip_equals_the_generated_plan(catalog_db, team, small_plan):

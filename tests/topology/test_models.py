@@ -93,6 +93,14 @@ def test_rack_feeds_must_carry_its_budget_on_each_side(rack):
     PowerFeed.objects.create(
         design=rack.hall.design, feed_type=big, name="A2", side=FeedSide.A, panel="P1"
     ).racks.add(rack)
+    # Side A now carries the budget, but a side without feeds carries 0 kW: still not 2N
+    # (the rule design_validate applies too, in the same words).
+    with pytest.raises(ValidationError, match=r"40 kW exceeds the side B feeds' derated capacity \(0.0 kW\)"):
+        rack.full_clean()
+    for name, kind in (("B1", big), ("B2", small)):
+        PowerFeed.objects.create(
+            design=rack.hall.design, feed_type=kind, name=name, side=FeedSide.B, panel="P2"
+        ).racks.add(rack)
     rack.full_clean()
 
 

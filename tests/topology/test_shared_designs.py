@@ -121,7 +121,7 @@ def test_history_records_who_what_and_when_for_each_kind_of_edit(design, user, e
     feed = PowerFeed.objects.filter(racks=rack).order_by("pk").first()
     services.design_update(design=design, user=editor, expected_version=1, name="Renamed", description="why")
     services.rack_update(rack=rack, user=editor, expected_version=2, power_budget_kw=20.0)
-    services.feed_update(feed=feed, user=user, expected_version=3, panel="PDU-9")
+    services.feed_update(feed=feed, user=user, expected_version=3, panel="PDU-9", new_panel=True)
     services.rack_add(design=design, user=editor, expected_version=4, like=rack)
     added = Rack.objects.filter(hall__design=design).order_by("-pk").first()
     services.rack_remove(rack=added, user=user, expected_version=5)

@@ -21,6 +21,38 @@ DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "fixtures" / "ca
 PRECISIONS = ("fp8", "bf16", "fp16", "tf32")
 SWITCH_ROLES = ("leaf", "spine", "core", "scaleup")
 
+#: The calibrated step-time constants a GPU entry's ``efficiency`` may set, each with its
+#: closed range (the step-time model, ``scenarios.sim.step.efficiency``, reads exactly these
+#: keys): the large-GEMM fraction of peak, the GEMM dimension at half of it, the achievable
+#: fraction of HBM bandwidth, and FlashAttention-2's rate relative to a large GEMM.
+EFFICIENCY_RANGES: dict[str, tuple[float, float]] = {
+    "gemm_max": (0.01, 1.0),
+    "gemm_half_dim": (1.0, 65536.0),
+    "hbm_fraction": (0.01, 1.0),
+    "flash2_fraction": (0.01, 1.5),
+}
+
+#: Annual failure rates are per unit-year (a GPU-, server-, NIC-, switch-, link- or feed-year);
+#: above one failure per unit-year is a typo (a percentage typed as a fraction), not hardware.
+ANNUAL_FAILURE_RATE_RANGE = (0.0, 1.0)
+
+
+def efficiency_problems(efficiency: Any) -> dict[str, str]:
+    """``{key: message}`` for each unknown or out-of-range key of a GPU's ``efficiency``."""
+    if not isinstance(efficiency, Mapping):
+        return {"efficiency": f"must be a mapping of {', '.join(EFFICIENCY_RANGES)} to numbers"}
+    problems = {}
+    for key, value in efficiency.items():
+        if key not in EFFICIENCY_RANGES:
+            problems[str(key)[:40]] = f"unknown key; the keys are {', '.join(EFFICIENCY_RANGES)}"
+            continue
+        low, high = EFFICIENCY_RANGES[key]
+        number = not isinstance(value, bool) and isinstance(value, int | float)
+        if not number or not low <= value <= high:
+            got = f"{value:g}" if number else repr(value)[:40]
+            problems[key] = f"must be a number from {low:g} to {high:g} (got {got})"
+    return problems
+
 
 class CatalogError(ValueError):
     """A catalog entry is unknown or malformed; the message names the field and the rule."""

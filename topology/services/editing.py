@@ -144,16 +144,18 @@ def feed_update(
     panel: str | None = None,
     feed_type: PowerFeedType | str | None = None,
     name: str | None = None,
+    new_panel: bool = False,
 ) -> PowerFeed:
-    """Move a power feed to another panel, change its circuit type or rename it; every rack it
-    serves must still get its budget on each side, and the feed must carry its racks."""
+    """Move a power feed to another of the design's panels (to a panel it does not have yet only
+    with ``new_panel``: a typo never makes a panel), change its circuit type or rename it; every
+    rack it serves must still get its budget on each side, and the feed must carry its racks."""
     design = design_of(feed)
     require(design, user, CHANGE)
     locked = design_lock(design, expected_version)
     feed = PowerFeed.objects.select_related("feed_type").get(pk=feed.pk)
     before = snapshot(feed, _PART_FIELDS[PowerFeed])
     if panel is not None:
-        feed.panel = str(panel).strip()
+        feed.panel = _panel_check(locked, str(panel).strip(), new_panel=new_panel)
     if name is not None:
         feed.name = str(name).strip()
     if feed_type is not None:
@@ -170,6 +172,19 @@ def feed_update(
     return saved
 
 
+def _panel_check(design: Design, panel: str, *, new_panel: bool) -> str:
+    panels = set(PowerFeed.objects.filter(design=design).values_list("panel", flat=True))
+    if panel in panels or (new_panel and panel):
+        return panel
+    known = ", ".join(sorted(panels)[:12]) + (", …" if len(panels) > 12 else "")
+    raise ValidationError(
+        {
+            "panel": f"panel: this design has no panel {panel[:48]!r} (its panels: {known}); "
+            "choose one of them, or start a new panel explicitly"
+        }
+    )
+
+
 def _check_feed_carries_its_racks(feed: PowerFeed) -> None:
     racks = list(feed.racks.all())
     load_kw = sum(r.power_budget_kw for r in racks)
@@ -182,15 +197,15 @@ def _check_feed_carries_its_racks(feed: PowerFeed) -> None:
             }
         )
     for rack in racks:
-        for side, kw in rack.feed_capacity_kw_by_side().items():
-            if kw + 1e-9 < rack.power_budget_kw:
-                raise ValidationError(
-                    {
-                        "feed_type": f"feed_type: rack {rack.name} needs {rack.power_budget_kw:g} kW "
-                        f"on side {FeedSide(side).label}; with {feed.feed_type} its side "
-                        f"{FeedSide(side).label} feeds carry {kw:.1f} kW"
-                    }
-                )
+        shortfalls = rack.feed_shortfalls()
+        if shortfalls:
+            raise ValidationError(
+                {
+                    "feed_type": [
+                        f"feed_type: with {feed.feed_type}, rack {rack.name}: {m}" for m in shortfalls
+                    ]
+                }
+            )
 
 
 # --- adding and removing racks of servers ---------------------------------------------------
@@ -507,16 +522,7 @@ def design_validate(*, design: Design) -> list[str]:
         for name, in_use, ports, radix in over_radix
     ]
     racks = Rack.objects.filter(hall__design=design).prefetch_related("feeds__feed_type")
-    for rack in racks:
-        capacity = {FeedSide.A: 0.0, FeedSide.B: 0.0}
-        for feed in rack.feeds.all():
-            capacity[feed.side] += feed.feed_type.capacity_kw
-        for side, kw in capacity.items():
-            if kw + 1e-9 < rack.power_budget_kw:
-                problems.append(
-                    f"rack {rack.name}: side {FeedSide(side).label} feeds carry {kw:.1f} kW, "
-                    f"below the {rack.power_budget_kw:.1f} kW budget"
-                )
+    problems += [f"rack {rack.name}: {message}" for rack in racks for message in rack.feed_shortfalls()]
     feed_loads = PowerFeed.objects.filter(design=design).annotate(load_kw=Sum("racks__power_budget_kw"))
     for feed in feed_loads.select_related("feed_type"):
         if feed.load_kw and feed.load_kw > feed.feed_type.capacity_kw + 1e-9:

@@ -61,6 +61,6 @@ def versioned_save(
 def _rebind_version(form, version: int):
     data = form.data.copy()
     data["version"] = str(version)
-    bound = type(form)(data)
+    bound = type(form)(data, **getattr(form, "rebind_kwargs", {}))
     bound.is_valid()
     return bound

@@ -33,6 +33,8 @@ def _teams(user):
 def design_new(request):
     """The generator form; a valid POST queues the save and opens its progress page."""
     teams = _teams(request.user)
+    if not teams.exists():
+        return _cannot_create(request)
     team = current_team(request)
     initial = {"team": team if team is not None and teams.filter(pk=team.pk).exists() else teams.first()}
     form = DesignNewForm(request.POST or None, teams=teams, initial=initial)
@@ -53,6 +55,17 @@ def design_new(request):
             return redirect(build)
     context = {"form": form, "teams": teams, "preview_url": reverse("topology:design-preview")}
     return render(request, "topology/design_new.html", context, status=400 if form.errors else 200)
+
+
+def _cannot_create(request):
+    """Why this user may not create a design: their role in each of their teams, and the way on."""
+    from teams.current import user_teams
+    from teams.permissions import team_roles
+
+    roles = team_roles(request.user)
+    memberships = [{"team": t, "role": roles.get(t.pk)} for t in user_teams(request.user)]
+    status = 403 if request.method == "POST" else 200
+    return render(request, "topology/design_new_denied.html", {"memberships": memberships}, status=status)
 
 
 @login_required

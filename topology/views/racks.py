@@ -18,7 +18,7 @@ from topology import services
 from topology.choices import FeedSide, RackKind
 from topology.forms import FeedEditForm, RackEditForm, VersionedForm
 from topology.models import PowerFeed, Rack
-from topology.selectors import design_rack_power
+from topology.selectors import design_rack_power, rack_budget_warning
 from topology.views.doors import design_or_404, feed_of, rack_of, versioned_save
 
 PER_PAGE = 100
@@ -82,6 +82,11 @@ def rack_edit(request, pk: int, rack_pk: int):
         )
         if saved:
             messages.success(request, f"Rack {form.cleaned_data['name']} saved.")
+            rack.refresh_from_db()
+            design.refresh_from_db()
+            warning = rack_budget_warning(rack)
+            if warning:
+                messages.warning(request, f"Rack {rack.name}: {warning}.")
             return redirect("topology:design-racks", pk=design.pk)
     context = {
         "design": design,
@@ -90,6 +95,7 @@ def rack_edit(request, pk: int, rack_pk: int):
         "capacity": _side_capacity(rack),
         "feeds": rack.feeds.select_related("feed_type").order_by("side", "name"),
         "servers": rack.nodes.count(),
+        "budget_warning": rack_budget_warning(rack),
         "can": actions_on(design, request.user),
         **extra,
     }
@@ -175,7 +181,10 @@ def feed_edit(request, pk: int, feed_pk: int):
     design = design_or_404(request.user, pk, CHANGE)
     feed = feed_of(design, feed_pk)
     initial = {"name": feed.name, "panel": feed.panel, "feed_type": feed.feed_type, "version": design.version}
-    form = FeedEditForm(request.POST or None, initial=initial)
+    panels = list(
+        PowerFeed.objects.filter(design=design).order_by("panel").values_list("panel", flat=True).distinct()
+    )
+    form = FeedEditForm(request.POST or None, initial=initial, panels=panels)
     extra = {}
     if request.method == "POST" and form.is_valid():
         form, extra, saved = versioned_save(
@@ -186,6 +195,7 @@ def feed_edit(request, pk: int, feed_pk: int):
                 user=request.user,
                 expected_version=data["version"],
                 panel=data["panel"],
+                new_panel=data["create_panel"],
                 feed_type=data["feed_type"],
                 name=data["name"],
             ),

@@ -1,4 +1,5 @@
-"""`manage.py serve`: HTTP + WebSocket on daphne, with the embedded worker when REDIS_URL is unset."""
+"""`manage.py serve`: HTTP + WebSocket on daphne, with the embedded worker when REDIS_URL is unset;
+DEBUG is off unless DEBUG=1 (``twin/settings.py``: ``SERVING``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class Command(BaseCommand):
             mode = "embedded mode: in-process worker, in-memory channel layer"
         else:
             mode = "Redis mode: start workers with `celery -A twin worker`"
-        self.stdout.write(f"Cluster Twin on http://{host}:{port}/  ({mode})", ending="\n")
+        debug = "DEBUG on" if settings.DEBUG else "DEBUG off: the site's 404/403 pages (DEBUG=1 for Django's)"
+        self.stdout.write(f"Cluster Twin on http://{host}:{port}/  ({mode}; {debug})", ending="\n")
         self.stdout.flush()
         CommandLineInterface().run(["-b", host, "-p", str(port), "twin.asgi:application"])

@@ -40,11 +40,15 @@ export function init(page, { floor, urls }) {
     panel.hidden = false;
     panel.querySelector("[data-replay-about]").textContent =
       `Trial ${data.representative_trial}, the run nearest the median: ${events.length} events over ${(horizon / DAY_S).toFixed(1)} days.`;
+    // Four columns that fit the side panel: what failed and its effect share one cell.
     body.replaceChildren(...events.slice(0, 300).map((e) => {
       const row = document.createElement("tr");
-      const cells = [(e.time_s / DAY_S).toFixed(2), e.kind, e.rack >= 0 ? floor.racks[e.rack]?.name ?? e.rack : "—",
-        e.effect, e.downtime_s ? `${(e.downtime_s / 60).toFixed(0)} min` : "—"];
-      cells.forEach((text, i) => row.append(Object.assign(document.createElement("td"), { textContent: text, className: i === 0 || i === 4 ? "num" : "" })));
+      const cell = (text, className = "") => Object.assign(document.createElement("td"), { textContent: text, className });
+      const what = cell(e.kind);
+      if (e.effect && e.effect !== e.kind) what.append(Object.assign(document.createElement("small"), { className: "effect", textContent: e.effect }));
+      row.append(cell((e.time_s / DAY_S).toFixed(2), "num"), what,
+        cell(e.rack >= 0 ? floor.racks[e.rack]?.name ?? e.rack : "—", "nowrap"),
+        cell(e.downtime_s ? `${(e.downtime_s / 60).toFixed(0)} min` : "—", "num"));
       return row;
     }));
     const at = (frame) => (frame / STEPS) * horizon;
