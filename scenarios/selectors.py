@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.core.exceptions import ValidationError
 
 from scenarios.choices import RunStatus
 from scenarios.kinds import floor_metrics, metric_by_name, registry
 from scenarios.kinds.base import change_text
 from scenarios.metrics import DESIGN_METRICS, rack_list
 from scenarios.models import Run
+from scenarios.provenance import RunInputs, SettingChange, catalog_snapshot, digest_of, document_changes
 from scenarios.storage import run_array
 from topology.selectors import design_rack_power
 
@@ -112,7 +114,7 @@ def run_state_brief(*, run: Run) -> dict[str, Any]:
     """``run_state`` without rack values (what the design page lists)."""
     return {
         "id": run.pk,
-        "scenario": {"id": run.scenario_id, "name": run.scenario.name},
+        "scenario": {"id": run.scenario_id, "name": run.scenario_name},
         "design": run.scenario.design_id,
         "kind": run.kind,
         "kind_label": run_kind_label(run),
@@ -220,6 +222,98 @@ def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
         "values": {},
         "power": {"budget_kw": np.round(plan.rack_budget_kw, 2).tolist(), "nameplate_kw": []},
     }
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+#: Fields of the design itself whose change leaves what a run simulates as it was.
+DESCRIPTIVE_DESIGN_FIELDS = frozenset({"name", "description"})
+
+
+@dataclass(frozen=True)
+class DesignChanges:
+    """What a design's history says happened after a version: catalog edits (which a run's
+    snapshot undoes) and structural changes (racks, nodes, links, feeds, budgets)."""
+
+    version_then: int
+    version_now: int
+    catalog: list[str]
+    structural: list[str]
+    descriptive: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return self.version_now != self.version_then
+
+
+def design_changes_since(design, version: int) -> DesignChanges:
+    """The history entries of ``design`` after ``version``, sorted by what they change."""
+    from topology.choices import ChangeAction
+    from topology.models import DesignChange
+
+    catalog, structural, descriptive = [], [], []
+    entries = DesignChange.objects.filter(design=design, version__gt=version).order_by("version", "pk")
+    for entry in entries:
+        fields = {line.get("field") for line in entry.changes or []}
+        if entry.action == ChangeAction.CATALOG:
+            catalog.append(entry.summary)
+        elif entry.object_kind == "design" and fields and fields <= DESCRIPTIVE_DESIGN_FIELDS:
+            descriptive.append(entry.summary)
+        else:
+            structural.append(entry.summary)
+    return DesignChanges(version, design.version, catalog, structural, descriptive)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a run ran with and what changed since (the run page's "ran with" panel)."""
+
+    inputs: RunInputs | None
+    design: DesignChanges | None = None
+    catalog_digest_now: str = ""
+    scenario_changes: list[SettingChange] | None = None
+
+    @property
+    def recorded(self) -> bool:
+        return self.inputs is not None
+
+    @property
+    def catalog_changed(self) -> bool:
+        return self.inputs is not None and self.catalog_digest_now != self.inputs.catalog_digest
+
+    @property
+    def anything_changed(self) -> bool:
+        return bool(
+            self.inputs is not None and (self.design.changed or self.catalog_changed or self.scenario_changes)
+        )
+
+    @property
+    def rerun_refusal(self) -> str:
+        """Why the run cannot run again as it ran ("" when it can)."""
+        if self.inputs is None:
+            return "its inputs were not recorded"
+        if self.design.structural:
+            return f"its design changed since ({self.design.structural[0]}) and the twin keeps no older racks"
+        return ""
+
+
+def run_provenance(*, run: Run) -> Provenance:
+    """The run's stored inputs against today's scenario, design and catalog."""
+    from scenarios.provenance import document_of
+    from scenarios.scenario_file import scenario_to_dict
+    from topology.selectors import catalog_load
+
+    inputs = RunInputs.of(run)
+    if inputs is None:
+        return Provenance(None)
+    design = run.scenario.design
+    catalog_now = digest_of(catalog_snapshot(catalog_load(), inputs.scenario))
+    try:
+        today = document_of(scenario_to_dict(scenario=run.scenario))
+    except ValidationError:  # today's scenario no longer builds a document: not comparable
+        today = None
+    changes = document_changes(inputs.scenario, today) if today is not None else None
+    return Provenance(inputs, design_changes_since(design, inputs.design_version), catalog_now, changes)
 
 
 # --- comparison ---------------------------------------------------------------------------------

@@ -1,0 +1,174 @@
+"""What a run simulated, kept with it (a run keeps its inputs): the scenario document as the core
+read it, the design version, and the catalog rows it used (a compact snapshot and its digest).
+
+``RunInputs`` is the one shape of ``Run.inputs``; a run's computation, its page, its label, its
+compare column and a re-run "as it ran" read it, never today's scenario or catalog. Runs from
+before provenance was kept have no inputs (``RunInputs.of`` is None): pages say so.
+
+The document is the parse input of the core (``scenario_file.scenario_dict`` with the model
+preset expanded): presets are written out; schema defaults are not written into it, because a
+key named in the file overrides what ``job.framework`` would choose (``_apply_framework``), so
+writing defaults out would change what runs. Pages fill them in from the schema when they show
+the document (``document_settings``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from scenarios.sim.format.presets import apply_preset
+
+#: What pages and the API say of a run from before provenance was kept.
+NOT_RECORDED = "inputs not recorded: run before provenance was kept"
+#: Catalog kinds a run's cluster may pick from by speed or capacity (the generators choose the
+#: switch, optic and feed types among all of them), so the snapshot keeps every row of these.
+WHOLE_KINDS = ("switches", "links", "feeds")
+#: Spec fields that document a figure but never enter a computation (left out of the snapshot).
+NOT_SIMULATED = ("sources",)
+
+
+def document_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The scenario document as the core reads it: ``data`` (a scenario file dict) with its model
+    preset expanded (``presets.apply_preset``, what the parser does)."""
+    document = copy.deepcopy(data)
+    job = document.get("job")
+    if isinstance(job, dict) and isinstance(job.get("model"), dict):
+        job["model"] = apply_preset(job["model"])
+    return document
+
+
+def used_slugs(document: dict[str, Any], catalog) -> dict[str, set[str]]:
+    """The servers and GPUs a document's run can touch: the cluster's server, the what-if's
+    server and GPU, and each server's GPU."""
+    cluster = document.get("cluster") or {}
+    what_if = document.get("what_if") or {}
+    servers = {s for s in (cluster.get("server"), what_if.get("server")) if s}
+    gpus = {g for g in (what_if.get("gpu"),) if g}
+    gpus |= {catalog.servers[s].gpu for s in servers if s in catalog.servers}
+    return {"servers": servers, "gpus": gpus}
+
+
+def catalog_snapshot(catalog, document: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The catalog rows a document's run uses, in the catalog file's shape without sources:
+    its servers and GPUs, and every switch, optic and feed type (see ``WHOLE_KINDS``)."""
+    used = used_slugs(document, catalog)
+    rows = catalog.to_dict()
+    snapshot = {}
+    for kind, entries in rows.items():
+        keep = [e for e in entries if kind in WHOLE_KINDS or e["slug"] in used.get(kind, ())]
+        snapshot[kind] = [
+            {k: v for k, v in e.items() if k not in NOT_SIMULATED}
+            for e in sorted(keep, key=lambda e: e["slug"])
+        ]
+    return snapshot
+
+
+def digest_of(value: Any) -> str:
+    """sha256 of the canonical JSON of ``value`` (sorted keys, no spaces), hex."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything a run simulated (``Run.inputs``)."""
+
+    scenario: dict[str, Any]
+    design_version: int
+    catalog: dict[str, list[dict[str, Any]]] = field(repr=False)
+    catalog_digest: str
+    #: The run whose inputs a re-run "as it ran" copied (None for a run of today's inputs).
+    rerun_of: int | None = None
+
+    @classmethod
+    def of(cls, run) -> RunInputs | None:
+        """The inputs stored with a run, or None (a run from before provenance was kept)."""
+        data = getattr(run, "inputs", None) or {}
+        if not data.get("scenario") or "catalog" not in data:
+            return None
+        return cls(
+            scenario=data["scenario"],
+            design_version=int(data.get("design_version") or 0),
+            catalog=data["catalog"],
+            catalog_digest=data.get("catalog_digest") or digest_of(data["catalog"]),
+            rerun_of=data.get("rerun_of"),
+        )
+
+    @classmethod
+    def build(cls, document: dict[str, Any], *, design_version: int, catalog) -> RunInputs:
+        """The inputs of a run of ``document`` on today's ``catalog`` (a core ``Catalog``)."""
+        document = document_of(document)
+        snapshot = catalog_snapshot(catalog, document)
+        return cls(document, int(design_version), snapshot, digest_of(snapshot))
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "scenario": self.scenario,
+            "design_version": self.design_version,
+            "catalog": self.catalog,
+            "catalog_digest": self.catalog_digest,
+        }
+        if self.rerun_of is not None:
+            out["rerun_of"] = self.rerun_of
+        return out
+
+    def api(self) -> dict[str, Any]:
+        """What ``GET /api/runs/{id}/`` carries (the snapshot itself stays in the database)."""
+        return {
+            "scenario": self.scenario,
+            "design_version": self.design_version,
+            "catalog_digest": self.catalog_digest,
+            "rerun_of": self.rerun_of,
+        }
+
+    @property
+    def name(self) -> str:
+        return str(self.scenario.get("name") or "")
+
+    def core_catalog(self, today=None):
+        """The core ``Catalog`` the run computes with: ``today``'s when its rows the run uses are
+        the snapshot's (one compiled fabric shared with the design page), else the snapshot's."""
+        from topology.fabric.specs import catalog_from_dict
+
+        if today is not None and digest_of(catalog_snapshot(today, self.scenario)) == self.catalog_digest:
+            return today
+        return catalog_from_dict(self.catalog)
+
+    def with_design_version(self, version: int) -> RunInputs:
+        return RunInputs(self.scenario, int(version), self.catalog, self.catalog_digest, self.rerun_of)
+
+    def rerun(self, run_id: int) -> RunInputs:
+        return RunInputs(self.scenario, self.design_version, self.catalog, self.catalog_digest, run_id)
+
+
+def flat(prefix: str, data: Any) -> dict[str, Any]:
+    """A nested mapping as ``{"a.b.c": value}`` (lists stay values)."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(flat(f"{prefix}.{key}" if prefix else str(key), value))
+        return out
+    return {prefix: data}
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """One setting of a scenario document that differs between two documents."""
+
+    path: str
+    before: Any
+    after: Any
+
+
+def document_changes(before: dict[str, Any], after: dict[str, Any]) -> list[SettingChange]:
+    """The settings (dotted paths) whose values differ between two scenario documents."""
+    a, b = flat("", before), flat("", after)
+    return [
+        SettingChange(path, a.get(path), b.get(path))
+        for path in sorted(set(a) | set(b))
+        if path != "version" and a.get(path) != b.get(path)
+    ]
