@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 
 from scenarios.models import Run
 from scenarios.provenance import RunInputs, digest_of
+from scenarios.selectors import run_provenance
 from scenarios.services import run_execute, run_start, scenario_update
 from scenarios.services.runs import run_rerun
-from scenarios.selectors import run_provenance
 from topology.models import GpuType
 from topology.services.catalog import catalog_changed
 
@@ -38,7 +38,8 @@ def test_run_start_records_the_document_design_version_and_catalog_rows(scenario
     assert inputs.design_version == scenario.design.version
     assert [g["slug"] for g in inputs.catalog["gpus"]] == ["h100-sxm"]  # only the rows it uses
     assert [s["slug"] for s in inputs.catalog["servers"]] == ["dgx-h100"]
-    assert inputs.catalog["gpus"][0]["peak_tflops_bf16"] == 989.0 and "sources" not in inputs.catalog["gpus"][0]
+    gpu = inputs.catalog["gpus"][0]
+    assert gpu["peak_tflops_bf16"] == 989.0 and "sources" not in gpu
     assert inputs.catalog_digest == digest_of(inputs.catalog) and len(inputs.catalog_digest) == 64
 
 
