@@ -24,6 +24,9 @@ from scenarios.sim.format.presets import apply_preset
 
 #: What pages and the API say of a run from before provenance was kept.
 NOT_RECORDED = "inputs not recorded: run before provenance was kept"
+RERUN_WITHOUT_INPUTS = (
+    "inputs: not recorded (it ran before provenance was kept), so it cannot run again as it ran"
+)
 #: Catalog kinds a run's cluster may pick from by speed or capacity (the generators choose the
 #: switch, optic and feed types among all of them), so the snapshot keeps every row of these.
 WHOLE_KINDS = ("switches", "links", "feeds")

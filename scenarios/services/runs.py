@@ -20,7 +20,7 @@ from scenarios import broadcast, queue
 from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, RunChunk, Scenario
-from scenarios.provenance import NOT_RECORDED, RunInputs
+from scenarios.provenance import RERUN_WITHOUT_INPUTS, RunInputs
 from scenarios.scenario_file import saved_scenario_check, scenario_to_dict
 from scenarios.selectors import design_changes_since
 from teams.permissions import CHANGE, RUN, require
@@ -106,7 +106,7 @@ def run_rerun(*, run: Run, user) -> Run:
     require(run, user, RUN)
     inputs = RunInputs.of(run)
     if inputs is None:
-        raise ValidationError({"inputs": NOT_RECORDED})
+        raise ValidationError({"inputs": RERUN_WITHOUT_INPUTS})
     changes = design_changes_since(run.scenario.design, inputs.design_version)
     if changes.structural:
         raise ValidationError(
