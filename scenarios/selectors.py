@@ -18,7 +18,8 @@ from scenarios.kinds import floor_metrics, metric_by_name, registry
 from scenarios.kinds.base import change_text
 from scenarios.metrics import DESIGN_METRICS, rack_list
 from scenarios.models import Run
-from scenarios.provenance import RunInputs, SettingChange, catalog_snapshot, digest_of, document_changes
+from scenarios.provenance import RunInputs, SettingChange, catalog_snapshot, digest_of, document_changes, flat
+from scenarios.sim.format.schema import CLUSTER
 from scenarios.storage import run_array
 from topology.selectors import design_rack_power
 
@@ -385,15 +386,6 @@ def _compare_cell(value, base, figure, *, baseline: bool) -> CompareCell:
     return CompareCell(text=text, delta_text=change_text(change), verdict=verdict)
 
 
-def _flat(prefix: str, data: Any) -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flat(f"{prefix}.{key}" if prefix else str(key), value))
-        return out
-    return {prefix: data}
-
-
 @functools.cache
 def setting_labels() -> dict[str, str]:
     """Scenario path -> what the scenario form calls it ("job.model.ffn_hidden" -> "FFN hidden
@@ -407,7 +399,13 @@ def setting_labels() -> dict[str, str]:
     labels = {
         f"{s.path}.{f.key}": f.label if uses[f.label] == 1 else f"{s.label}: {f.label}" for s, f in fields
     }
-    return labels | {"kind": "Run kind", "design": "Design"}
+    cluster = {f"cluster.{f.key}": f"Design: {f.label.lower()}" for f in CLUSTER.fields}
+    return (
+        {"kind": "Run kind", "design": "Design"}
+        | cluster
+        | labels
+        | {"design_version": "Design version", "catalog_digest": "Catalog rows (sha256)"}
+    )
 
 
 def setting_label(path: str) -> str:
@@ -434,25 +432,148 @@ def setting_text(value: Any) -> str:
     return str(value)
 
 
+@dataclass(frozen=True)
+class Setting:
+    """One setting a run ran with: its value and where it came from (``""`` the scenario says
+    so, ``"design"`` the scenario leaves it to the design, ``"default"`` the format's default)."""
+
+    value: Any
+    source: str = ""
+
+    @property
+    def text(self) -> str:
+        text = setting_text(self.value)
+        return f"{text} (design)" if self.source == "design" and self.value is not None else text
+
+
+def _section_data(document: dict[str, Any], path: str) -> dict[str, Any] | None:
+    data: Any = document
+    for key in path.split("."):
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _design_fills(document: dict[str, Any], server: Any) -> dict[str, Any]:
+    """What a setting the scenario leaves blank is on its design (its ``cluster:`` and server)."""
+    cluster = document.get("cluster") or {}
+    what_if = document.get("what_if") or {}
+    nic = cluster.get("nic_gbps") or (server.get("nic_gbps") if server else None)
+    nodes = what_if.get("nodes") or cluster.get("nodes")
+    return {
+        "cluster.nic_gbps": nic,
+        "what_if.server": cluster.get("server"),
+        "what_if.gpu": server.get("gpu") if server else None,
+        "what_if.nodes": cluster.get("nodes"),
+        "what_if.nic_gbps": nic,
+        "what_if.oversubscription": cluster.get("oversubscription") or 1.0,
+        "job.nodes": nodes,
+    }
+
+
+def _resolved(document: dict[str, Any]) -> tuple[Any, Any]:
+    """The core's reading of the document's job (the framework's choices filled in) and failures
+    section (None when the document does not parse)."""
+    from scenarios.sim.format.errors import ScenarioError
+    from scenarios.sim.format.failures import parse_failures
+    from scenarios.sim.format.scenario import parse_scenario
+
+    try:
+        parsed = parse_scenario(document)
+        return parsed.job, parsed.failures or parse_failures(None)
+    except (ScenarioError, TypeError, ValueError):
+        return None, None
+
+
+def document_settings(
+    document: dict[str, Any], *, server: dict[str, Any] | None = None
+) -> dict[str, Setting]:
+    """Every setting of a scenario document by path, as the run used it: the document's value,
+    else the design's (``server`` is its catalog row) or the format's default, so two runs
+    differing in a setting show a row whichever of them named it."""
+    from scenarios.forms import FORM_SECTIONS, OPTIONAL_SECTIONS
+    from scenarios.sim.format.errors import ScenarioError
+
+    fills = _design_fills(document, server)
+    job, failures = _resolved(document)
+    out: dict[str, Setting] = {}
+    for section in (CLUSTER, *FORM_SECTIONS):
+        data = _section_data(document, section.path)
+        if section.path in OPTIONAL_SECTIONS and not data:
+            continue
+        try:
+            defaults = section.read(data or {})
+        except ScenarioError:
+            defaults = {}
+        for field in section.fields:
+            path = f"{section.path}.{field.key}"
+            given = (data or {}).get(field.key)
+            if given is not None:
+                out[path] = Setting(given)
+            elif fills.get(path) is not None:
+                out[path] = Setting(fills[path], "design")
+            elif field.web:
+                servers = fills["job.nodes"]
+                out[path] = Setting(_default(path, field.key, defaults, job, failures, servers), "default")
+    for path, value in flat("", document).items():
+        if path not in out and path.split(".", 1)[0] in ("job", "what_if", "failures", "power"):
+            out[path] = Setting(value)
+    return out
+
+
+def _default(path: str, key: str, defaults: dict[str, Any], job: Any, failures: Any, servers: Any) -> Any:
+    """A setting the document leaves blank, as the core reads it: the framework's choice for the
+    job, the spares held back for the job's servers, else the section's declared default."""
+    if path == "failures.spare_servers" and failures is not None:
+        job_servers = job.nodes if job is not None and job.nodes else servers
+        return failures.spares(job_servers) if job_servers else defaults.get(key)
+    if path.startswith("job.") and path.count(".") == 1 and job is not None and hasattr(job, key):
+        return getattr(job, key)  # the framework's choice, as the core read it
+    return defaults.get(key)
+
+
+def run_settings(run: Run) -> dict[str, Setting]:
+    """What a run ran with, setting by setting, from its stored inputs (today's scenario and
+    catalog for a run from before provenance was kept, marked so)."""
+    from scenarios.provenance import document_of
+    from scenarios.scenario_file import scenario_to_dict
+
+    inputs = RunInputs.of(run)
+    if inputs is not None:
+        document = inputs.scenario
+        servers = {row["slug"]: row for row in inputs.catalog.get("servers", [])}
+    else:
+        try:
+            document = document_of(scenario_to_dict(scenario=run.scenario))
+        except ValidationError:
+            document = {"job": run.scenario.job, "what_if": run.scenario.what_if}
+        servers = _today_servers()
+    server = servers.get((document.get("cluster") or {}).get("server"))
+    settings = {
+        "kind": Setting(run_kind_label(run)),
+        "design": Setting(run.scenario.design.name),
+        "design_version": Setting(inputs.design_version if inputs else run.design_version),
+        "catalog_digest": Setting(inputs.catalog_digest[:12] + "…" if inputs else "not recorded"),
+    }
+    return settings | document_settings(document, server=server)
+
+
+def _today_servers() -> dict[str, dict[str, Any]]:
+    from topology.selectors import catalog_load
+
+    return {row["slug"]: row for row in catalog_load().to_dict()["servers"]}
+
+
 def _setting_rows(runs: list[Run]) -> list[CompareRow]:
-    flats = [
-        {
-            **_flat("job", r.scenario.job),
-            **_flat("what_if", r.scenario.what_if),
-            "kind": run_kind_label(r),
-            "design": r.scenario.design.name,
-        }
-        for r in runs
-    ]
+    settings = [run_settings(r) for r in runs]
     order = {path: i for i, path in enumerate(setting_labels())}
     rows = []
-    for key in sorted(set().union(*flats), key=lambda k: (order.get(k, len(order)), k)):
-        values = [f.get(key) for f in flats]
+    for key in sorted(set().union(*settings), key=lambda k: (order.get(k, len(order)), k)):
+        values = [s.get(key) for s in settings]
         rows.append(
             CompareRow(
                 label=setting_label(key),
-                cells=[CompareCell(text=setting_text(v)) for v in values],
-                differs=len({repr(v) for v in values}) > 1,
+                cells=[CompareCell(text=v.text if v is not None else "—") for v in values],
+                differs=len({repr(v.value if v is not None else None) for v in values}) > 1,
                 numeric=False,
             )
         )
