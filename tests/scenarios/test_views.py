@@ -797,6 +797,9 @@ def test_compare_shows_every_differing_setting_from_the_runs_inputs(client, user
     scenario_update(scenario=scenario, user=user, failures={"trials": 50}, power={"pue": 1.3})
     a, b = _finished_run(scenario, user), _finished_run(spares, user)
     scenario_update(scenario=scenario, user=user, name="Renamed", failures={"trials": 50, "spare_servers": 2})
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    edit_gpu_bf16(500.0)
     client.force_login(user)
     response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}&baseline={b.pk}")
     rows = {row.label: row for row in response.context["rows"]}
@@ -807,6 +810,8 @@ def test_compare_shows_every_differing_setting_from_the_runs_inputs(client, user
     pue = next(row for label, row in rows.items() if "PUE" in label)
     assert pue.differs and pue.cells[0].text == "1.3" and pue.cells[1].text != "—"
     assert [c.text for c in rows["Server type"].cells] == ["dgx-h100 (design)"] * 2
+    digests = [c.text for c in rows["Catalog rows (sha256)"].cells]
+    assert digests == [r.inputs["catalog_digest"][:12] + "…" for r in (a, b)]  # not today's catalog
     html = response.content.decode()
     assert "Renamed" not in html and "Baseline" in html
 
@@ -821,3 +826,14 @@ def test_compare_link_keeps_the_run_it_came_from_as_baseline(client, user, scena
         reverse("scenarios:compare") + f"?runs={other.pk}&runs={mine.pk}&baseline={mine.pk}"
     )
     assert response.context["baseline"] == mine
+
+
+def test_compare_marks_a_run_from_before_provenance(client, user, scenario):
+    legacy = _succeeded_run(scenario, step_time_s=1.0)
+    recorded = _finished_run(scenario, user)
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={legacy.pk},{recorded.pk}")
+    assert response.content.decode().count("data-not-recorded") == 1
+    rows = {row.label: row for row in response.context["rows"]}
+    digest = rows["Catalog rows (sha256)"].cells
+    assert digest[0].text == "not recorded" and digest[1].text == recorded.inputs["catalog_digest"][:12] + "…"
