@@ -399,13 +399,18 @@ def setting_labels() -> dict[str, str]:
     labels = {
         f"{s.path}.{f.key}": f.label if uses[f.label] == 1 else f"{s.label}: {f.label}" for s, f in fields
     }
-    cluster = {f"cluster.{f.key}": f"Design: {f.label.lower()}" for f in CLUSTER.fields}
+    cluster = {f"cluster.{f.key}": f"Design: {_lower_first(f.label)}" for f in CLUSTER.fields}
     return (
         {"kind": "Run kind", "design": "Design"}
         | cluster
         | labels
         | {"design_version": "Design version", "catalog_digest": "Catalog rows (sha256)"}
     )
+
+
+def _lower_first(label: str) -> str:
+    """ "Server type" -> "server type"; an acronym stays ("NIC speed")."""
+    return label if label[:2].isupper() else label[:1].lower() + label[1:]
 
 
 def setting_label(path: str) -> str:

@@ -837,3 +837,12 @@ def test_compare_marks_a_run_from_before_provenance(client, user, scenario):
     rows = {row.label: row for row in response.context["rows"]}
     digest = rows["Catalog rows (sha256)"].cells
     assert digest[0].text == "not recorded" and digest[1].text == recorded.inputs["catalog_digest"][:12] + "…"
+
+
+def test_compare_labels_the_design_cluster_in_words(client, user, scenario):
+    a, b = _finished_run(scenario, user), _finished_run(scenario, user)
+    client.force_login(user)
+    labels = [
+        row.label for row in client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}").context["rows"]
+    ]
+    assert "Design: server type" in labels and "Design: NIC speed" in labels
