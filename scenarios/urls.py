@@ -30,6 +30,7 @@ urlpatterns = [
     path("runs/<pk:pk>/charts/", views.run_charts, name="run-charts"),
     path("runs/<pk:pk>/cancel/", views.run_cancel_view, name="run-cancel"),
     path("runs/<pk:pk>/rerun/", views.run_rerun_view, name="run-rerun"),
+    path("runs/<pk:pk>/again/", views.run_again_view, name="run-again"),
     path("runs/<pk:pk>/scenario.yaml", views.run_scenario_yaml, name="run-scenario-yaml"),
     path("runs/<pk:pk>/kind-data/", views.run_kind_data, name="run-kind-data"),
     path("runs/<pk:pk>/arrays/<slug:name>/", views.run_array_bytes, name="run-array"),

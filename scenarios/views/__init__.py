@@ -17,6 +17,7 @@ from scenarios.views.designs import (
 )
 from scenarios.views.kind_data import run_array_bytes, run_kind_data
 from scenarios.views.runs import (
+    run_again_view,
     run_cancel_view,
     run_charts,
     run_delete_view,
@@ -44,6 +45,7 @@ __all__ = [
     "design_import",
     "design_panel",
     "design_version_runs",
+    "run_again_view",
     "run_array_bytes",
     "run_cancel_view",
     "run_charts",

@@ -97,6 +97,20 @@ def run_rerun_view(request, pk: int):
 
 
 @login_required
+@require_POST
+def run_again_view(request, pk: int):
+    """Start the run's kind with its options again on today's scenario, design and catalog (the
+    ordinary run); a refusal (the scenario no longer checks) is a message on its page."""
+    run = run_or_404(request.user, pk, RUN)
+    try:
+        again = run_start(scenario=run.scenario, kind=run.kind, user=request.user, options=run.options)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect(run)
+    return redirect(again)
+
+
+@login_required
 def run_scenario_yaml(request, pk: int):
     """The run's scenario as it ran, as a scenario file (404 for a run that kept no inputs)."""
     run = run_or_404(request.user, pk)

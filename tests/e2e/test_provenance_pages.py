@@ -82,6 +82,7 @@ def test_run_page_says_what_it_ran_with_and_reruns_it_as_it_ran(wide):
     yaml_text = wide.evaluate("(url) => fetch(url).then((r) => r.text())", href)
     assert "name: Provenance baseline" in yaml_text and "cluster:" in yaml_text, yaml_text
     step_time = figure(wide, "Step time")
+    wide.wait_for_selector("#charts[data-rendered]", timeout=60_000)
     shot(wide, "provenance-run-page")
     wide.click("[data-rerun]")
     wide.wait_for_url(lambda url: url != run_url and re.search(r"/runs/\d+/$", url) is not None)
@@ -90,8 +91,25 @@ def test_run_page_says_what_it_ran_with_and_reruns_it_as_it_ran(wide):
     again = wide.inner_text("[data-provenance]")
     assert f"re-run as it ran of #{first_id}" in again, again
     assert figure(wide, "Step time") == step_time
-    assert not wide.js_errors, wide.js_errors
     shot(wide, "provenance-rerun-page")
+    # Renaming the scenario and changing its batch afterwards: the first run's page is unchanged
+    # but says what changed since, setting by setting.
+    wide.goto(scenario_url)
+    fill(wide, "#edit #id_name", "Provenance renamed")
+    fill(wide, "#edit #id_global_batch", "128")
+    wide.click("text=Save changes")
+    wide.wait_for_selector("button[data-run-kind=step]")
+    assert wide.locator(".errorlist").count() == 0, wide.inner_text("#edit")
+    wide.goto(run_url)
+    assert wide.inner_text("h1").startswith("Provenance baseline · Step time")
+    assert figure(wide, "Step time") == step_time
+    changed = wide.locator("[data-changed=scenario]")
+    changed.locator("summary").click()
+    diff = wide.inner_text("[data-scenario-diff]")
+    assert "Global batch" in diff and "128" in diff and "Provenance renamed" in diff, diff
+    assert wide.locator("[data-changed=design]").count() == 0
+    assert not wide.js_errors, wide.js_errors
+    shot(wide, "provenance-changed-since")
 
 
 def test_compare_shows_a_failures_difference_against_the_run_it_came_from(wide):

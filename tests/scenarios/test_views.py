@@ -776,8 +776,10 @@ def test_rerun_button_is_not_offered_to_a_viewer(client, user, scenario, django_
     role = next(r for r, granted in ROLE_ACTIONS.items() if VIEW in granted and RUN not in granted)
     TeamMembership.objects.create(user=viewer, team=scenario.design.team, role=role)
     client.force_login(viewer)
-    assert "data-rerun" not in client.get(run.get_absolute_url()).content.decode()
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert "data-rerun" not in html and "data-run-today" not in html and "data-ran-with" in html
     assert client.post(reverse("scenarios:run-rerun", args=[run.pk])).status_code == 403
+    assert client.post(reverse("scenarios:run-again", args=[run.pk])).status_code == 403
 
 
 def test_run_page_of_a_run_from_before_provenance_says_so(client, user, scenario):
@@ -846,3 +848,19 @@ def test_compare_labels_the_design_cluster_in_words(client, user, scenario):
         row.label for row in client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}").context["rows"]
     ]
     assert "Design: server type" in labels and "Design: NIC speed" in labels
+
+
+def test_run_again_with_todays_inputs_is_the_ordinary_run(client, user, scenario):
+    from scenarios.services import run_start
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    run = run_start(scenario=scenario, kind="sweep", user=user)  # its inputs are kept at start
+    edit_gpu_bf16(500.0)
+    client.force_login(user)
+    assert "data-run-today" in client.get(run.get_absolute_url()).content.decode()
+    response = client.post(reverse("scenarios:run-again", args=[run.pk]))
+    today = Run.objects.exclude(pk=run.pk).get()
+    assert response["Location"] == today.get_absolute_url()
+    assert today.kind == "sweep" and today.options == run.options and "rerun_of" not in today.inputs
+    assert today.inputs["catalog"]["gpus"][0]["peak_tflops_bf16"] == 500.0
+    assert today.inputs["catalog_digest"] != run.inputs["catalog_digest"]
