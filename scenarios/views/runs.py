@@ -16,6 +16,7 @@ from scenarios.choices import RunStatus
 from scenarios.kinds import registry, run_kind
 from scenarios.kinds.search import layout_job
 from scenarios.provenance import NOT_RECORDED, RunInputs
+from scenarios.scenario_file import sections_of
 from scenarios.selectors import run_charts as run_charts_of
 from scenarios.selectors import run_floor_plan_json, run_provenance, run_state
 from scenarios.services import run_cancel, run_delete, run_rerun, run_start, scenario_create
@@ -182,15 +183,17 @@ def search_apply_view(request, pk: int):
         messages.error(request, "This run has no such layout to apply.")
         return redirect(run)
     source = run.scenario
+    inputs = RunInputs.of(run)  # the layout was found for the job as it ran, not as it is today
+    sections = inputs.scenario if inputs is not None else sections_of(source)
     try:
         scenario = scenario_create(
             design=source.design,
-            name=f"{source.name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
-            description=f"Layout found by layout search #{run.pk} of {source.name!r}.",
-            job=layout_job(source.job, row),
-            what_if=source.what_if,
-            failures=source.failures,
-            power=source.power,
+            name=f"{run.scenario_name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
+            description=f"Layout found by layout search #{run.pk} of {run.scenario_name!r}.",
+            job=layout_job(sections["job"], row),
+            what_if=sections.get("what_if") or {},
+            failures=sections.get("failures") or {},
+            power=sections.get("power") or {},
             user=request.user,
         )
     except ValidationError as exc:

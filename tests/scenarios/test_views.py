@@ -864,3 +864,29 @@ def test_run_again_with_todays_inputs_is_the_ordinary_run(client, user, scenario
     assert today.kind == "sweep" and today.options == run.options and "rerun_of" not in today.inputs
     assert today.inputs["catalog"]["gpus"][0]["peak_tflops_bf16"] == 500.0
     assert today.inputs["catalog_digest"] != run.inputs["catalog_digest"]
+
+
+def test_apply_this_layout_applies_it_to_the_job_as_it_ran(client, user, scenario):
+    from scenarios.services import run_start, scenario_update
+
+    search = run_start(scenario=scenario, kind="search", user=user)
+    best = {
+        "tp": 4,
+        "pp": 2,
+        "dp": 8,
+        "cp": 1,
+        "ep": 1,
+        "vpp": 1,
+        "micro_batch": 2,
+        "recompute": "none",
+        "zero": 1,
+    }
+    Run.objects.filter(pk=search.pk).update(status=RunStatus.SUCCEEDED, summary={"best": [best]})
+    ran_batch = scenario.job["global_batch"]
+    scenario_update(
+        scenario=scenario, user=user, name="Edited later", job={**scenario.job, "global_batch": ran_batch * 2}
+    )
+    client.force_login(user)
+    client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "0"})
+    applied = Scenario.objects.exclude(pk=scenario.pk).get()
+    assert applied.job["global_batch"] == ran_batch and applied.name.startswith("Baseline · tp4 pp2 dp8")
