@@ -5,11 +5,11 @@ read it, the design version, and the catalog rows it used (a compact snapshot an
 compare column and a re-run "as it ran" read it, never today's scenario or catalog. Runs from
 before provenance was kept have no inputs (``RunInputs.of`` is None): pages say so.
 
-The document is the parse input of the core (``scenario_file.scenario_dict`` with the model
-preset expanded): presets are written out; schema defaults are not written into it, because a
-key named in the file overrides what ``job.framework`` would choose (``_apply_framework``), so
-writing defaults out would change what runs. Pages fill them in from the schema when they show
-the document (``document_settings``).
+The document is what the core read (``scenario_file.scenario_dict``) with the model preset and
+every default written out (``document_of``): each section's declared defaults (the schema's
+``Section.read``) and the job's keys ``job.framework`` decides, as the core resolved them, so a
+later change of a default or a preset cannot change what an old run says it ran. It is kept
+only if the core reads it exactly as the original (else the original is kept, presets expanded).
 """
 
 from __future__ import annotations
@@ -34,13 +34,78 @@ WHOLE_KINDS = ("switches", "links", "feeds")
 NOT_SIMULATED = ("sources",)
 
 
+#: Job keys whose blank value ``job.framework`` fills (``scenario._apply_framework``).
+FRAMEWORK_KEYS = ("framework", "precision", "overlap_dp", "overlap_tp", "overlap_pp", "attention")
+
+
+def _expanded_sections():
+    from scenarios.sim.format import failures, power, schema
+
+    return (
+        schema.CLUSTER,
+        schema.MODEL,
+        schema.MOE,
+        schema.JOB,
+        schema.PARALLEL,
+        schema.WHAT_IF,
+        failures.FAILURES,
+        failures.CHECKPOINT,
+        failures.RATES,
+        failures.LEMONS,
+        power.POWER,
+        power.POWER_GPU,
+        power.POWER_STORAGE,
+    )
+
+
+def _mapping_at(document: dict[str, Any], path: str) -> dict[str, Any] | None:
+    data: Any = document
+    for key in path.split("."):
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _write_defaults(document: dict[str, Any], parsed) -> None:
+    """Write every section's declared default, and the framework's choices, into ``document``
+    (a section its parser reads specially, e.g. ``interval_min: optimal``, stays as given)."""
+    from scenarios.sim.format.errors import ScenarioError
+
+    for section in _expanded_sections():
+        data = _mapping_at(document, section.path)
+        if data is None:
+            continue
+        try:
+            values = section.read(data)
+        except ScenarioError:
+            continue
+        for field_ in section.fields:
+            value = values[field_.key]
+            if data.get(field_.key) is None and value is not None and value != ():
+                data[field_.key] = list(value) if isinstance(value, tuple) else value
+    for key in FRAMEWORK_KEYS:
+        document["job"][key] = getattr(parsed.job, key)
+
+
 def document_of(data: dict[str, Any]) -> dict[str, Any]:
     """The scenario document as the core reads it: ``data`` (a scenario file dict) with its model
-    preset expanded (``presets.apply_preset``, what the parser does)."""
+    preset (``presets.apply_preset``, what the parser does) and every default written out, when
+    the core reads the written-out document exactly as ``data`` (see the module doc)."""
+    from scenarios.sim.format.errors import ScenarioError
+    from scenarios.sim.format.scenario import parse_scenario
+
     document = copy.deepcopy(data)
     job = document.get("job")
     if isinstance(job, dict) and isinstance(job.get("model"), dict):
         job["model"] = apply_preset(job["model"])
+    try:
+        parsed = parse_scenario(document)
+        expanded = copy.deepcopy(document)
+        expanded.setdefault("what_if", {})
+        _write_defaults(expanded, parsed)
+        if parse_scenario(expanded) == parsed:
+            return expanded
+    except (ScenarioError, TypeError, ValueError, KeyError):
+        pass
     return document
 
 

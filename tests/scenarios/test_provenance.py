@@ -99,3 +99,16 @@ def test_a_run_queued_before_provenance_records_its_inputs_when_it_computes(scen
     Run.objects.filter(pk=run.pk).update(inputs={})
     run = finished(run)
     assert RunInputs.of(run).scenario["name"] == "baseline"
+
+
+def test_the_document_writes_out_defaults_and_the_frameworks_choices(scenario, user, job):
+    from scenarios.scenario_file import scenario_to_dict
+    from scenarios.sim.format.scenario import parse_scenario
+
+    scenario_update(scenario=scenario, user=user, job={**job, "precision": "fp16"}, failures={"trials": 10})
+    document = RunInputs.of(run_start(scenario=scenario, kind="step", user=user)).scenario
+    # fp16 means the Megatron-LM 2022 stack: its overlaps and kernels, as the core resolved them.
+    assert document["job"]["framework"] == "megatron-2022" and document["job"]["attention"] == "standard"
+    assert document["job"]["overlap_dp"] is False and document["job"]["parallel"]["vpp"] == 1
+    assert document["what_if"]["straggler_spread"] == 0.01 and document["failures"]["repair_hours"] == 48.0
+    assert parse_scenario(document) == parse_scenario(scenario_to_dict(scenario=scenario))
