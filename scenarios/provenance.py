@@ -10,6 +10,9 @@ every default written out (``document_of``): each section's declared defaults (t
 ``Section.read``) and the job's keys ``job.framework`` decides, as the core resolved them, so a
 later change of a default or a preset cannot change what an old run says it ran. It is kept
 only if the core reads it exactly as the original (else the original is kept, presets expanded).
+
+``document_settings`` reads a document back setting by setting, with what a blank setting is on
+the design or by default: what the compare page lines up.
 """
 
 from __future__ import annotations
@@ -240,3 +243,94 @@ def document_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Sett
         for path in sorted(set(a) | set(b))
         if path != "version" and a.get(path) != b.get(path)
     ]
+
+
+# --- what a run ran with, setting by setting ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting a run ran with: its value and where it came from (``""`` the scenario says
+    so, ``"design"`` the scenario leaves it to the design, ``"default"`` the format's default)."""
+
+    value: Any
+    source: str = ""
+
+
+def _design_fills(document: dict[str, Any], server: Any) -> dict[str, Any]:
+    """What a setting the scenario leaves blank is on its design (its ``cluster:`` and server)."""
+    cluster = document.get("cluster") or {}
+    what_if = document.get("what_if") or {}
+    nic = cluster.get("nic_gbps") or (server.get("nic_gbps") if server else None)
+    nodes = what_if.get("nodes") or cluster.get("nodes")
+    return {
+        "cluster.nic_gbps": nic,
+        "what_if.server": cluster.get("server"),
+        "what_if.gpu": server.get("gpu") if server else None,
+        "what_if.nodes": cluster.get("nodes"),
+        "what_if.nic_gbps": nic,
+        "what_if.oversubscription": cluster.get("oversubscription") or 1.0,
+        "job.nodes": nodes,
+    }
+
+
+def _resolved(document: dict[str, Any]) -> tuple[Any, Any]:
+    """The core's reading of the document's job (the framework's choices filled in) and failures
+    section (None when the document does not parse)."""
+    from scenarios.sim.format.errors import ScenarioError
+    from scenarios.sim.format.failures import parse_failures
+    from scenarios.sim.format.scenario import parse_scenario
+
+    try:
+        parsed = parse_scenario(document)
+        return parsed.job, parsed.failures or parse_failures(None)
+    except (ScenarioError, TypeError, ValueError):
+        return None, None
+
+
+def document_settings(
+    document: dict[str, Any], *, server: dict[str, Any] | None = None
+) -> dict[str, Setting]:
+    """Every setting of a scenario document by path, as the run used it: the document's value,
+    else the design's (``server`` is its catalog row) or the format's default, so two runs
+    differing in a setting show a row whichever of them named it."""
+    from scenarios.forms import FORM_SECTIONS, OPTIONAL_SECTIONS
+    from scenarios.sim.format.errors import ScenarioError
+    from scenarios.sim.format.schema import CLUSTER
+
+    fills = _design_fills(document, server)
+    job, failures = _resolved(document)
+    out: dict[str, Setting] = {}
+    for section in (CLUSTER, *FORM_SECTIONS):
+        data = _mapping_at(document, section.path)
+        if section.path in OPTIONAL_SECTIONS and not data:
+            continue
+        try:
+            defaults = section.read(data or {})
+        except ScenarioError:
+            defaults = {}
+        for field_ in section.fields:
+            path = f"{section.path}.{field_.key}"
+            given = (data or {}).get(field_.key)
+            if given is not None:
+                out[path] = Setting(given)
+            elif fills.get(path) is not None:
+                out[path] = Setting(fills[path], "design")
+            elif field_.web:
+                servers = fills["job.nodes"]
+                out[path] = Setting(_default(path, field_.key, defaults, job, failures, servers), "default")
+    for path, value in flat("", document).items():
+        if path not in out and path.split(".", 1)[0] in ("job", "what_if", "failures", "power"):
+            out[path] = Setting(value)
+    return out
+
+
+def _default(path: str, key: str, defaults: dict[str, Any], job: Any, failures: Any, servers: Any) -> Any:
+    """A setting the document leaves blank, as the core reads it: the framework's choice for the
+    job, the spares held back for the job's servers, else the section's declared default."""
+    if path == "failures.spare_servers" and failures is not None:
+        job_servers = job.nodes if job is not None and job.nodes else servers
+        return failures.spares(job_servers) if job_servers else defaults.get(key)
+    if path.startswith("job.") and path.count(".") == 1 and job is not None and hasattr(job, key):
+        return getattr(job, key)  # the framework's choice, as the core read it
+    return defaults.get(key)

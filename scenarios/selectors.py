@@ -18,7 +18,15 @@ from scenarios.kinds import floor_metrics, metric_by_name, registry
 from scenarios.kinds.base import change_text
 from scenarios.metrics import DESIGN_METRICS, rack_list
 from scenarios.models import Run
-from scenarios.provenance import RunInputs, SettingChange, catalog_snapshot, digest_of, document_changes, flat
+from scenarios.provenance import (
+    RunInputs,
+    Setting,
+    SettingChange,
+    catalog_snapshot,
+    digest_of,
+    document_changes,
+    document_settings,
+)
 from scenarios.sim.format.schema import CLUSTER
 from scenarios.storage import run_array
 from topology.selectors import design_rack_power
@@ -437,105 +445,6 @@ def setting_text(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One setting a run ran with: its value and where it came from (``""`` the scenario says
-    so, ``"design"`` the scenario leaves it to the design, ``"default"`` the format's default)."""
-
-    value: Any
-    source: str = ""
-
-    @property
-    def text(self) -> str:
-        text = setting_text(self.value)
-        return f"{text} (design)" if self.source == "design" and self.value is not None else text
-
-
-def _section_data(document: dict[str, Any], path: str) -> dict[str, Any] | None:
-    data: Any = document
-    for key in path.split("."):
-        data = data.get(key) if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else None
-
-
-def _design_fills(document: dict[str, Any], server: Any) -> dict[str, Any]:
-    """What a setting the scenario leaves blank is on its design (its ``cluster:`` and server)."""
-    cluster = document.get("cluster") or {}
-    what_if = document.get("what_if") or {}
-    nic = cluster.get("nic_gbps") or (server.get("nic_gbps") if server else None)
-    nodes = what_if.get("nodes") or cluster.get("nodes")
-    return {
-        "cluster.nic_gbps": nic,
-        "what_if.server": cluster.get("server"),
-        "what_if.gpu": server.get("gpu") if server else None,
-        "what_if.nodes": cluster.get("nodes"),
-        "what_if.nic_gbps": nic,
-        "what_if.oversubscription": cluster.get("oversubscription") or 1.0,
-        "job.nodes": nodes,
-    }
-
-
-def _resolved(document: dict[str, Any]) -> tuple[Any, Any]:
-    """The core's reading of the document's job (the framework's choices filled in) and failures
-    section (None when the document does not parse)."""
-    from scenarios.sim.format.errors import ScenarioError
-    from scenarios.sim.format.failures import parse_failures
-    from scenarios.sim.format.scenario import parse_scenario
-
-    try:
-        parsed = parse_scenario(document)
-        return parsed.job, parsed.failures or parse_failures(None)
-    except (ScenarioError, TypeError, ValueError):
-        return None, None
-
-
-def document_settings(
-    document: dict[str, Any], *, server: dict[str, Any] | None = None
-) -> dict[str, Setting]:
-    """Every setting of a scenario document by path, as the run used it: the document's value,
-    else the design's (``server`` is its catalog row) or the format's default, so two runs
-    differing in a setting show a row whichever of them named it."""
-    from scenarios.forms import FORM_SECTIONS, OPTIONAL_SECTIONS
-    from scenarios.sim.format.errors import ScenarioError
-
-    fills = _design_fills(document, server)
-    job, failures = _resolved(document)
-    out: dict[str, Setting] = {}
-    for section in (CLUSTER, *FORM_SECTIONS):
-        data = _section_data(document, section.path)
-        if section.path in OPTIONAL_SECTIONS and not data:
-            continue
-        try:
-            defaults = section.read(data or {})
-        except ScenarioError:
-            defaults = {}
-        for field in section.fields:
-            path = f"{section.path}.{field.key}"
-            given = (data or {}).get(field.key)
-            if given is not None:
-                out[path] = Setting(given)
-            elif fills.get(path) is not None:
-                out[path] = Setting(fills[path], "design")
-            elif field.web:
-                servers = fills["job.nodes"]
-                out[path] = Setting(_default(path, field.key, defaults, job, failures, servers), "default")
-    for path, value in flat("", document).items():
-        if path not in out and path.split(".", 1)[0] in ("job", "what_if", "failures", "power"):
-            out[path] = Setting(value)
-    return out
-
-
-def _default(path: str, key: str, defaults: dict[str, Any], job: Any, failures: Any, servers: Any) -> Any:
-    """A setting the document leaves blank, as the core reads it: the framework's choice for the
-    job, the spares held back for the job's servers, else the section's declared default."""
-    if path == "failures.spare_servers" and failures is not None:
-        job_servers = job.nodes if job is not None and job.nodes else servers
-        return failures.spares(job_servers) if job_servers else defaults.get(key)
-    if path.startswith("job.") and path.count(".") == 1 and job is not None and hasattr(job, key):
-        return getattr(job, key)  # the framework's choice, as the core read it
-    return defaults.get(key)
-
-
 def run_settings(run: Run) -> dict[str, Setting]:
     """What a run ran with, setting by setting, from its stored inputs (today's scenario and
     catalog for a run from before provenance was kept, marked so)."""
@@ -568,6 +477,14 @@ def _today_servers() -> dict[str, dict[str, Any]]:
     return {row["slug"]: row for row in catalog_load().to_dict()["servers"]}
 
 
+def _setting_cell_text(setting: Setting | None) -> str:
+    """A setting in a compare cell; one the scenario leaves to the design says so."""
+    if setting is None:
+        return "—"
+    text = setting_text(setting.value)
+    return f"{text} (design)" if setting.source == "design" and setting.value is not None else text
+
+
 def _setting_rows(runs: list[Run]) -> list[CompareRow]:
     settings = [run_settings(r) for r in runs]
     order = {path: i for i, path in enumerate(setting_labels())}
@@ -577,7 +494,7 @@ def _setting_rows(runs: list[Run]) -> list[CompareRow]:
         rows.append(
             CompareRow(
                 label=setting_label(key),
-                cells=[CompareCell(text=v.text if v is not None else "—") for v in values],
+                cells=[CompareCell(text=_setting_cell_text(v)) for v in values],
                 differs=len({repr(v.value if v is not None else None) for v in values}) > 1,
                 numeric=False,
             )
