@@ -730,6 +730,15 @@ def _finished_run(scenario, user, kind="step"):
     return Run.objects.get(pk=run.pk)
 
 
+def _recorded_run(scenario, user, kind="step", **summary):
+    """A run started (so its inputs are kept) and marked succeeded with ``summary``."""
+    from scenarios.services import run_start
+
+    run = run_start(scenario=scenario, kind=kind, user=user)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED, progress=1.0, summary=summary)
+    return Run.objects.get(pk=run.pk)
+
+
 def test_run_page_says_what_it_ran_with_and_a_rename_or_catalog_edit_changes_nothing(client, user, scenario):
     import yaml
 
@@ -797,7 +806,10 @@ def test_compare_shows_every_differing_setting_from_the_runs_inputs(client, user
     spares = scenario_duplicate(scenario=scenario, user=user)
     scenario_update(scenario=spares, user=user, failures={"spare_servers": 2, "trials": 50})
     scenario_update(scenario=scenario, user=user, failures={"trials": 50}, power={"pue": 1.3})
-    a, b = _finished_run(scenario, user), _finished_run(spares, user)
+    a, b = (
+        _recorded_run(scenario, user, "failures", ettr=0.9),
+        _recorded_run(spares, user, "failures", ettr=0.8),
+    )
     scenario_update(scenario=scenario, user=user, name="Renamed", failures={"trials": 50, "spare_servers": 2})
     from tests.scenarios.test_provenance import edit_gpu_bf16
 
