@@ -112,3 +112,15 @@ def test_the_document_writes_out_defaults_and_the_frameworks_choices(scenario, u
     assert document["job"]["overlap_dp"] is False and document["job"]["parallel"]["vpp"] == 1
     assert document["what_if"]["straggler_spread"] == 0.01 and document["failures"]["repair_hours"] == 48.0
     assert parse_scenario(document) == parse_scenario(scenario_to_dict(scenario=scenario))
+
+
+def test_rerun_after_a_design_rename_runs_as_it_ran(scenario, user):
+    from topology.services import design_update
+
+    run = finished(run_start(scenario=scenario, kind="step", user=user))
+    design = scenario.design
+    design_update(design=design, user=user, expected_version=design.version, name="Renamed design")
+    provenance = run_provenance(run=Run.objects.get(pk=run.pk))
+    assert provenance.design.changed and provenance.design.descriptive and not provenance.design.structural
+    again = finished(run_rerun(run=Run.objects.get(pk=run.pk), user=user))
+    assert again.summary["step_time_s"] == run.summary["step_time_s"]
