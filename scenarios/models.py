@@ -95,6 +95,12 @@ class Run(models.Model):
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="times a worker started computing it (a lost worker's run is queued again)"
     )
+    inputs = models.JSONField(
+        default=default_dict,
+        blank=True,
+        help_text="what it simulated: the scenario document, the design version and the catalog rows "
+        "(snapshot + digest), scenarios.provenance.RunInputs; {} for runs before provenance was kept",
+    )
 
     objects = RunQuerySet.as_manager()
 
@@ -105,10 +111,17 @@ class Run(models.Model):
     def __str__(self) -> str:
         # The kind's label is the registry's (scenarios.selectors.run_kind_label): a model does
         # not import the kind registry, so it names its kind as stored, like its status.
-        return f"{self.scenario} #{self.pk} ({self.kind}, {self.status})"
+        return f"{self.scenario_name} #{self.pk} ({self.kind}, {self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("scenarios:run-detail", args=[self.pk])
+
+    @property
+    def scenario_name(self) -> str:
+        """The scenario's name as the run simulated it (its inputs), today's for a run from
+        before provenance was kept: renaming the scenario does not relabel its runs."""
+        document = (self.inputs or {}).get("scenario") or {}
+        return document.get("name") or self.scenario.name
 
     @property
     def design_changed_since(self) -> bool:

@@ -202,3 +202,15 @@ def saved_scenario_checked(scenario, *, catalog=None):
     """The core ``CheckedScenario`` of a saved scenario (every section as saved), validated
     against ``catalog`` (today's when omitted): what a run's computation starts from."""
     return _checked(scenario.design, {"name": scenario.name, **sections_of(scenario)}, catalog)
+
+
+def document_checked(document: Mapping[str, Any], *, catalog):
+    """The core ``CheckedScenario`` of a stored scenario document (a run's inputs, as it ran),
+    validated against ``catalog`` (the run's snapshot): ``ValidationError`` naming the field."""
+    from scenarios.sim.format.scenario import ScenarioError, check_scenario, parse_scenario
+
+    try:
+        return check_scenario(parse_scenario(dict(document)), catalog)
+    except ScenarioError as exc:
+        message = str(exc)
+        raise ValidationError({field_of(message): message}) from None

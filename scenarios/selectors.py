@@ -11,12 +11,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.core.exceptions import ValidationError
 
 from scenarios.choices import RunStatus
 from scenarios.kinds import floor_metrics, metric_by_name, registry
 from scenarios.kinds.base import change_text
 from scenarios.metrics import DESIGN_METRICS, rack_list
 from scenarios.models import Run
+from scenarios.provenance import (
+    RunInputs,
+    Setting,
+    SettingChange,
+    catalog_snapshot,
+    digest_of,
+    document_changes,
+    document_settings,
+)
+from scenarios.sim.format.schema import CLUSTER
 from scenarios.storage import run_array
 from topology.selectors import design_rack_power
 
@@ -112,7 +123,7 @@ def run_state_brief(*, run: Run) -> dict[str, Any]:
     """``run_state`` without rack values (what the design page lists)."""
     return {
         "id": run.pk,
-        "scenario": {"id": run.scenario_id, "name": run.scenario.name},
+        "scenario": {"id": run.scenario_id, "name": run.scenario_name},
         "design": run.scenario.design_id,
         "kind": run.kind,
         "kind_label": run_kind_label(run),
@@ -222,6 +233,98 @@ def run_floor_plan_json(*, run: Run) -> dict[str, Any]:
     }
 
 
+# --- provenance ---------------------------------------------------------------------------------
+
+#: Fields of the design itself whose change leaves what a run simulates as it was.
+DESCRIPTIVE_DESIGN_FIELDS = frozenset({"name", "description"})
+
+
+@dataclass(frozen=True)
+class DesignChanges:
+    """What a design's history says happened after a version: catalog edits (which a run's
+    snapshot undoes) and structural changes (racks, nodes, links, feeds, budgets)."""
+
+    version_then: int
+    version_now: int
+    catalog: list[str]
+    structural: list[str]
+    descriptive: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return self.version_now != self.version_then
+
+
+def design_changes_since(design, version: int) -> DesignChanges:
+    """The history entries of ``design`` after ``version``, sorted by what they change."""
+    from topology.choices import ChangeAction
+    from topology.models import DesignChange
+
+    catalog, structural, descriptive = [], [], []
+    entries = DesignChange.objects.filter(design=design, version__gt=version).order_by("version", "pk")
+    for entry in entries:
+        fields = {line.get("field") for line in entry.changes or []}
+        if entry.action == ChangeAction.CATALOG:
+            catalog.append(entry.summary)
+        elif entry.object_kind == "design" and fields and fields <= DESCRIPTIVE_DESIGN_FIELDS:
+            descriptive.append(entry.summary)
+        else:
+            structural.append(entry.summary)
+    return DesignChanges(version, design.version, catalog, structural, descriptive)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What a run ran with and what changed since (the run page's "ran with" panel)."""
+
+    inputs: RunInputs | None
+    design: DesignChanges | None = None
+    catalog_digest_now: str = ""
+    scenario_changes: list[SettingChange] | None = None
+
+    @property
+    def recorded(self) -> bool:
+        return self.inputs is not None
+
+    @property
+    def catalog_changed(self) -> bool:
+        return self.inputs is not None and self.catalog_digest_now != self.inputs.catalog_digest
+
+    @property
+    def anything_changed(self) -> bool:
+        return bool(
+            self.inputs is not None and (self.design.changed or self.catalog_changed or self.scenario_changes)
+        )
+
+    @property
+    def rerun_refusal(self) -> str:
+        """Why the run cannot run again as it ran ("" when it can)."""
+        if self.inputs is None:
+            return "its inputs were not recorded"
+        if self.design.structural:
+            return f"its design changed since ({self.design.structural[0]}) and the twin keeps no older racks"
+        return ""
+
+
+def run_provenance(*, run: Run) -> Provenance:
+    """The run's stored inputs against today's scenario, design and catalog."""
+    from scenarios.provenance import document_of
+    from scenarios.scenario_file import scenario_to_dict
+    from topology.selectors import catalog_load
+
+    inputs = RunInputs.of(run)
+    if inputs is None:
+        return Provenance(None)
+    design = run.scenario.design
+    catalog_now = digest_of(catalog_snapshot(catalog_load(), inputs.scenario))
+    try:
+        today = document_of(scenario_to_dict(scenario=run.scenario))
+    except ValidationError:  # today's scenario no longer builds a document: not comparable
+        today = None
+    changes = document_changes(inputs.scenario, today) if today is not None else None
+    return Provenance(inputs, design_changes_since(design, inputs.design_version), catalog_now, changes)
+
+
 # --- comparison ---------------------------------------------------------------------------------
 
 
@@ -291,15 +394,6 @@ def _compare_cell(value, base, figure, *, baseline: bool) -> CompareCell:
     return CompareCell(text=text, delta_text=change_text(change), verdict=verdict)
 
 
-def _flat(prefix: str, data: Any) -> dict[str, Any]:
-    if isinstance(data, dict):
-        out: dict[str, Any] = {}
-        for key, value in data.items():
-            out.update(_flat(f"{prefix}.{key}" if prefix else str(key), value))
-        return out
-    return {prefix: data}
-
-
 @functools.cache
 def setting_labels() -> dict[str, str]:
     """Scenario path -> what the scenario form calls it ("job.model.ffn_hidden" -> "FFN hidden
@@ -313,7 +407,18 @@ def setting_labels() -> dict[str, str]:
     labels = {
         f"{s.path}.{f.key}": f.label if uses[f.label] == 1 else f"{s.label}: {f.label}" for s, f in fields
     }
-    return labels | {"kind": "Run kind", "design": "Design"}
+    cluster = {f"cluster.{f.key}": f"Design: {_lower_first(f.label)}" for f in CLUSTER.fields}
+    return (
+        {"kind": "Run kind", "design": "Design"}
+        | cluster
+        | labels
+        | {"design_version": "Design version", "catalog_digest": "Catalog rows (sha256)"}
+    )
+
+
+def _lower_first(label: str) -> str:
+    """ "Server type" -> "server type"; an acronym stays ("NIC speed")."""
+    return label if label[:2].isupper() else label[:1].lower() + label[1:]
 
 
 def setting_label(path: str) -> str:
@@ -340,25 +445,57 @@ def setting_text(value: Any) -> str:
     return str(value)
 
 
+def run_settings(run: Run) -> dict[str, Setting]:
+    """What a run ran with, setting by setting, from its stored inputs (today's scenario and
+    catalog for a run from before provenance was kept, marked so)."""
+    from scenarios.provenance import document_of
+    from scenarios.scenario_file import scenario_to_dict
+
+    inputs = RunInputs.of(run)
+    if inputs is not None:
+        document = inputs.scenario
+        servers = {row["slug"]: row for row in inputs.catalog.get("servers", [])}
+    else:
+        try:
+            document = document_of(scenario_to_dict(scenario=run.scenario))
+        except ValidationError:
+            document = {"job": run.scenario.job, "what_if": run.scenario.what_if}
+        servers = _today_servers()
+    server = servers.get((document.get("cluster") or {}).get("server"))
+    settings = {
+        "kind": Setting(run_kind_label(run)),
+        "design": Setting(run.scenario.design.name),
+        "design_version": Setting(inputs.design_version if inputs else run.design_version),
+        "catalog_digest": Setting(inputs.catalog_digest[:12] + "…" if inputs else "not recorded"),
+    }
+    return settings | document_settings(document, server=server)
+
+
+def _today_servers() -> dict[str, dict[str, Any]]:
+    from topology.selectors import catalog_load
+
+    return {row["slug"]: row for row in catalog_load().to_dict()["servers"]}
+
+
+def _setting_cell_text(setting: Setting | None) -> str:
+    """A setting in a compare cell; one the scenario leaves to the design says so."""
+    if setting is None:
+        return "—"
+    text = setting_text(setting.value)
+    return f"{text} (design)" if setting.source == "design" and setting.value is not None else text
+
+
 def _setting_rows(runs: list[Run]) -> list[CompareRow]:
-    flats = [
-        {
-            **_flat("job", r.scenario.job),
-            **_flat("what_if", r.scenario.what_if),
-            "kind": run_kind_label(r),
-            "design": r.scenario.design.name,
-        }
-        for r in runs
-    ]
+    settings = [run_settings(r) for r in runs]
     order = {path: i for i, path in enumerate(setting_labels())}
     rows = []
-    for key in sorted(set().union(*flats), key=lambda k: (order.get(k, len(order)), k)):
-        values = [f.get(key) for f in flats]
+    for key in sorted(set().union(*settings), key=lambda k: (order.get(k, len(order)), k)):
+        values = [s.get(key) for s in settings]
         rows.append(
             CompareRow(
                 label=setting_label(key),
-                cells=[CompareCell(text=setting_text(v)) for v in values],
-                differs=len({repr(v) for v in values}) > 1,
+                cells=[CompareCell(text=_setting_cell_text(v)) for v in values],
+                differs=len({repr(v.value if v is not None else None) for v in values}) > 1,
                 numeric=False,
             )
         )

@@ -240,22 +240,33 @@ _PLANS = VersionedCache("plan", maxsize=2)
 _FABRICS = VersionedCache("fabric", maxsize=2)
 
 
-def design_plan(*, design: Design) -> FabricPlan:
+def design_plan(*, design: Design, catalog: Catalog | None = None) -> FabricPlan:
     """Rebuild the column-array ``FabricPlan`` of a saved design (the inverse of
     ``services.design_create_from_plan``), so a design edited in the admin simulates as saved.
 
-    Cached per design version (a catalog edit bumps the versions of the designs it reaches).
+    Its specs come from today's catalog, or from ``catalog`` (a run's snapshot of the rows it
+    used: a run again "as it ran" after a catalog edit). Cached per design version (a catalog
+    edit bumps the versions of the designs it reaches) and per given catalog's content.
     One query per table and numpy index remapping; no Python work per GPU or link.
     """
-    return _PLANS.get(design, lambda: _design_plan(design, catalog_load()))
+    if catalog is None:
+        return _PLANS.get(design, lambda: _design_plan(design, catalog_load()))
+    return _PLANS.get(design, lambda: _design_plan(design, catalog), _catalog_key(catalog))
 
 
-def design_fabric(*, design: Design):
-    """``compile_plan(design_plan(design))``, cached per design version (a 131,072-GPU design
-    takes seconds to load and compile)."""
+def design_fabric(*, design: Design, catalog: Catalog | None = None):
+    """``compile_plan(design_plan(design, catalog))``, cached per design version and given
+    catalog (a 131,072-GPU design takes seconds to load and compile)."""
     from topology.fabric.compiled import compile_plan
 
-    return _FABRICS.get(design, lambda: compile_plan(design_plan(design=design)))
+    extra = () if catalog is None else (_catalog_key(catalog),)
+    return _FABRICS.get(design, lambda: compile_plan(design_plan(design=design, catalog=catalog)), *extra)
+
+
+def _catalog_key(catalog: Catalog) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(catalog).encode()).hexdigest()
 
 
 def _design_plan(design: Design, catalog: Catalog) -> FabricPlan:

@@ -108,6 +108,15 @@ class ScenarioRefSerializer(serializers.Serializer):
     name = serializers.CharField()
 
 
+class RunInputsSerializer(serializers.Serializer):
+    """What a run simulated (``scenarios.provenance.RunInputs``)."""
+
+    scenario = serializers.DictField(help_text="the scenario document as it ran (docs/scenario-format.md)")
+    design_version = serializers.IntegerField(help_text="the design version it simulated")
+    catalog_digest = serializers.CharField(help_text="sha256 of the catalog rows it used (canonical JSON)")
+    rerun_of = serializers.IntegerField(allow_null=True, help_text="the run it re-ran as it ran, if any")
+
+
 class RunSerializer(serializers.Serializer):
     """A run's state: what the run page and its WebSocket show (``selectors.run_state_brief``)."""
 
@@ -130,6 +139,9 @@ class RunSerializer(serializers.Serializer):
     duration_s = serializers.FloatField(allow_null=True)
     active = serializers.BooleanField()
     options = serializers.DictField()
+    inputs = RunInputsSerializer(
+        allow_null=True, help_text="what it simulated; null for a run from before provenance was kept"
+    )
 
 
 class ArrayInfoSerializer(serializers.Serializer):

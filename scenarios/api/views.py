@@ -31,6 +31,7 @@ from scenarios.api.serializers import (
 )
 from scenarios.kinds import registry
 from scenarios.models import Run, RunArray, Scenario
+from scenarios.provenance import RunInputs
 from scenarios.scenario_file import SECTIONS
 from scenarios.selectors import run_charts, run_state_brief
 from scenarios.storage import array_from_row
@@ -168,6 +169,14 @@ class RunViewSet(mixins.ListModelMixin, TeamObjectViewSet):
         run = services.run_cancel(run=self.get_object(RUN), user=request.user)
         return Response(_run_json(run))
 
+    @extend_schema(request=None, responses={201: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, pk=None):
+        """Start a new run from this run's stored inputs (its scenario document and catalog
+        snapshot: the run "as it ran"); ``POST /api/runs/`` is the run with today's inputs."""
+        run = services.run_rerun(run=self.get_object(RUN), user=request.user)
+        return Response(_run_json(run), status=status.HTTP_201_CREATED)
+
     @extend_schema(
         parameters=[OpenApiParameter("charts", bool, description="include the charts (default true)")],
         responses={200: RunResultsSerializer},
@@ -225,7 +234,12 @@ class RunViewSet(mixins.ListModelMixin, TeamObjectViewSet):
 
 
 def _run_json(run: Run) -> dict:
-    return {**run_state_brief(run=run), "options": json_safe(run.options or {})}
+    inputs = RunInputs.of(run)
+    return {
+        **run_state_brief(run=run),
+        "options": json_safe(run.options or {}),
+        "inputs": json_safe(inputs.api()) if inputs is not None else None,
+    }
 
 
 @extend_schema(tags=["runs"], responses={200: KindSerializer(many=True)})

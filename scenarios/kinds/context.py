@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from scenarios.scenario_file import saved_scenario_checked, what_if_changes_cluster
+from scenarios.provenance import RunInputs
+from scenarios.scenario_file import document_checked, saved_scenario_checked, what_if_changes_cluster
 
 T = TypeVar("T")
 
@@ -17,11 +18,14 @@ class RunContext:
     """The inputs of one run (or one chunk of it).
 
     ``checked`` is the core ``scenarios.sim.CheckedScenario``: the run's scenario validated
-    against ``catalog`` (today's) once, when the context was loaded; kinds hand it to the core,
-    which then does not validate it again. ``design`` is loaded fresh, so its ``version`` is the
-    one this computation sees. ``memo`` holds what a kind derives from these inputs and reuses
-    (the plan, the fabric, a failure study): a context cached for a run's chunks
-    (``services.execution``) computes each once per worker process.
+    against ``catalog`` once, when the context was loaded; kinds hand it to the core, which then
+    does not validate it again. Both come from the run's stored inputs (``scenarios.provenance``:
+    the document as it ran and its catalog snapshot) when it has them, else from the saved
+    scenario and today's catalog. ``own_catalog`` says the catalog is the snapshot, not today's
+    (the saved design's plan is then built with it too). ``design`` is loaded fresh, so its
+    ``version`` is the one this computation sees. ``memo`` holds what a kind derives from these
+    inputs and reuses (the plan, the fabric, a failure study): a context cached for a run's
+    chunks (``services.execution``) computes each once per worker process.
     """
 
     run: Any
@@ -30,19 +34,33 @@ class RunContext:
     catalog: Any
     options: dict[str, Any]
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    own_catalog: bool = False
 
     @classmethod
     def load(cls, run, *, design=None, catalog=None) -> RunContext:
-        """Validate the run's scenario against the catalog (today's unless given; a
-        ValidationError if it broke), on its design (loaded fresh unless given)."""
+        """Validate the run's scenario (its stored document, else the saved scenario) against its
+        catalog (the run's snapshot, else ``catalog`` or today's; a ValidationError if it
+        broke), on its design (loaded fresh unless given)."""
         from topology.models import Design
         from topology.selectors import catalog_load
 
-        catalog = catalog_load() if catalog is None else catalog
+        today = catalog_load() if catalog is None else catalog
         scenario = run.scenario
         scenario.design = design = Design.objects.get(pk=scenario.design_id) if design is None else design
-        checked = saved_scenario_checked(scenario, catalog=catalog)
-        return cls(run=run, design=design, checked=checked, catalog=catalog, options=dict(run.options or {}))
+        inputs = RunInputs.of(run)
+        if inputs is None:
+            checked, catalog = saved_scenario_checked(scenario, catalog=today), today
+        else:
+            catalog = inputs.core_catalog(today)
+            checked = document_checked(inputs.scenario, catalog=catalog)
+        return cls(
+            run=run,
+            design=design,
+            checked=checked,
+            catalog=catalog,
+            options=dict(run.options or {}),
+            own_catalog=catalog is not today,
+        )
 
     @property
     def scenario(self):
@@ -82,7 +100,7 @@ class RunContext:
 
         if self.changes_cluster:
             return cluster_plan(self.scenario.effective_cluster(), self.catalog)
-        return design_plan(design=self.design)
+        return design_plan(design=self.design, catalog=self.catalog if self.own_catalog else None)
 
     def fabric(self):
         """The compiled fabric of the scenario: the saved design's (compiled once per design
@@ -97,7 +115,7 @@ class RunContext:
 
         if self.changes_cluster:  # scenario_check refused this on a hand-built design
             return build_fabric(self.scenario, self.catalog)
-        fabric = design_fabric(design=self.design)
+        fabric = design_fabric(design=self.design, catalog=self.catalog if self.own_catalog else None)
         scale = self.scenario.what_if.spine_capacity_scale
         if scale < 1.0:
             fabric = fabric_with_tier_capacity_scale(fabric, scale)

@@ -178,7 +178,7 @@ class PowerKind(RunKind):
         return out
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
-        labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
+        labels = [f"#{r.pk} {r.scenario_name}" for r in runs]
         return [
             chart(
                 "compare-power",

@@ -149,7 +149,7 @@ class StepKind(RunKind):
         return out
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
-        labels = [f"#{r.pk} {r.scenario.name}" for r in runs]
+        labels = [f"#{r.pk} {r.scenario_name}" for r in runs]
         summaries = [r.summary or {} for r in runs]
         return [
             chart(

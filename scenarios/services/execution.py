@@ -154,9 +154,10 @@ def run_mark_running(*, run_id: int) -> Run | None:
 #: The contexts of the runs this process computed lately: a split run's chunks and its merge on
 #: one worker share one, so its scenario is validated once and what the kind memoizes on it (the
 #: fabric, a failure study) is built once. Keyed by the design's id and version and by
-#: everything else a context is built from -- the run (its id, kind and options), the saved
-#: scenario's sections and the catalog's content -- so a changed design, scenario or catalog can
-#: never reuse a stale entry.
+#: everything else a context is built from -- the run (its id, kind, options and stored inputs),
+#: the saved scenario's sections and the catalog's content -- so a changed design, scenario or
+#: catalog can never reuse a stale entry. A run with stored inputs computes from them
+#: (``RunContext.load``: the document as it ran, its catalog snapshot), not from today's rows.
 _CONTEXTS = VersionedCache("run-context", maxsize=2)
 
 
@@ -167,12 +168,13 @@ def _context(run: Run) -> RunContext:
 
     catalog = catalog_load()
     design = Design.objects.get(pk=run.scenario.design_id)
+    inputs = {k: v for k, v in (run.inputs or {}).items() if k != "design_version"}  # pinned later
     context = _CONTEXTS.get(
         design,
         lambda: RunContext.load(run, design=design, catalog=catalog),
         run.pk,
         run.kind,
-        _digest({"options": run.options, **_scenario_sections(run.scenario)}),
+        _digest({"options": run.options, "inputs": inputs, **_scenario_sections(run.scenario)}),
         _digest(repr(catalog)),
     )
     return replace(context, run=run)  # this task's row; the memo stays shared
@@ -194,14 +196,30 @@ def _load(run: Run, *, pin: bool) -> RunContext:
     context = _context(run)
     version = context.design.version
     if pin:
-        Run.objects.filter(pk=run.pk).update(design_version=version)
-        run.design_version = version
+        inputs = _pinned_inputs(run, context, version)
+        Run.objects.filter(pk=run.pk).update(design_version=version, inputs=inputs)
+        run.design_version, run.inputs = version, inputs
     elif version != run.design_version:
         raise DesignChangedMeanwhile(
             f"design: changed from version {run.design_version} to {version} while the run was "
             "computing; start the run again"
         )
     return context
+
+
+def _pinned_inputs(run: Run, context: RunContext, version: int) -> dict[str, Any]:
+    """The run's inputs with the design version it computes on; a run queued before inputs were
+    kept records them now, from what its context was built of (the saved scenario, today's
+    catalog)."""
+    from scenarios.provenance import RunInputs
+    from scenarios.scenario_file import scenario_to_dict
+
+    inputs = RunInputs.of(run)
+    if inputs is None:
+        inputs = RunInputs.build(
+            scenario_to_dict(scenario=run.scenario), design_version=version, catalog=context.catalog
+        )
+    return inputs.with_design_version(version).to_json()
 
 
 def run_execute(*, run_id: int) -> str:

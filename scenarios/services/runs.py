@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -19,7 +20,9 @@ from scenarios import broadcast, queue
 from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, RunChunk, Scenario
-from scenarios.scenario_file import saved_scenario_check
+from scenarios.provenance import RERUN_WITHOUT_INPUTS, RunInputs
+from scenarios.scenario_file import saved_scenario_check, scenario_to_dict
+from scenarios.selectors import design_changes_since
 from teams.permissions import CHANGE, RUN, require
 
 logger = logging.getLogger(__name__)
@@ -61,21 +64,65 @@ def run_start(
     ``{"options.<key>": ...}`` or the scenario's field paths when the catalog changed since it
     was saved).
     """
+    from topology.selectors import catalog_load
+
     require(scenario, user, RUN)
     spec = run_kind(kind)
-    core = saved_scenario_check(scenario)
+    catalog = catalog_load()
+    core = saved_scenario_check(scenario, catalog=catalog)
     clean_options = spec.clean_options(core, dict(options or {}), design=scenario.design)
+    inputs = RunInputs.build(
+        scenario_to_dict(scenario=scenario), design_version=scenario.design.version, catalog=catalog
+    )
+    return _queue(scenario=scenario, kind=spec.name, options=clean_options, user=user, inputs=inputs)
+
+
+def _queue(*, scenario: Scenario, kind: str, options: dict[str, Any], user, inputs: RunInputs) -> Run:
     run = Run.objects.create(
         scenario=scenario,
-        kind=spec.name,
-        options=clean_options,
+        kind=kind,
+        options=options,
         created_by=user,
         task_id=str(uuid.uuid4()),
-        design_version=scenario.design.version,
+        design_version=inputs.design_version,
+        inputs=inputs.to_json(),
         stage="queued",
     )
     transaction.on_commit(lambda: queue.enqueue_run(run.pk, run.task_id))
     return run
+
+
+def run_rerun(*, run: Run, user) -> Run:
+    """Queue a new run of ``run``'s kind and options from its stored inputs (the scenario
+    document, the catalog snapshot): the run "as it ran", whatever changed since.
+
+    Raises
+    ------
+    NotFound, Forbidden (``teams.permissions``: the role that starts a run), ValidationError
+    ``{"inputs": ...}`` when the run kept no inputs, ``{"design": ...}`` when the design's racks,
+    nodes or links changed since (the twin keeps no old versions of them; only catalog edits,
+    which the snapshot undoes, may lie between).
+    """
+    require(run, user, RUN)
+    inputs = RunInputs.of(run)
+    if inputs is None:
+        raise ValidationError({"inputs": RERUN_WITHOUT_INPUTS})
+    changes = design_changes_since(run.scenario.design, inputs.design_version)
+    if changes.structural:
+        raise ValidationError(
+            {
+                "design": f"design: changed since this run (version {inputs.design_version} → "
+                f"{changes.version_now}: {changes.structural[0]}); the twin keeps no older racks, "
+                "nodes or links, so it cannot run it again as it ran: run it with today's inputs"
+            }
+        )
+    return _queue(
+        scenario=run.scenario,
+        kind=run.kind,
+        options=dict(run.options or {}),
+        user=user,
+        inputs=inputs.rerun(run.pk),
+    )
 
 
 def run_cancel(*, run: Run, user) -> Run:

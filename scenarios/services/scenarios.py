@@ -114,8 +114,15 @@ def scenario_duplicate(
 def scenario_to_yaml(*, scenario: Scenario) -> str:
     """The scenario as a version-1 scenario file (``manage.py simulate`` runs it as is)."""
     data = scenario_to_dict(scenario=scenario)
-    header = f"# Cluster Twin scenario exported from design {scenario.design.name!r}\n"
-    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return document_to_yaml(
+        data, header=f"Cluster Twin scenario exported from design {scenario.design.name!r}"
+    )
+
+
+def document_to_yaml(document: Mapping[str, Any], *, header: str) -> str:
+    """A scenario document as a version-1 scenario file under a ``# header`` comment line (a
+    saved scenario's export, a run's scenario as it ran)."""
+    return f"# {header}\n" + yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True)
 
 
 def scenario_from_yaml(*, text: str | bytes, design=None, user) -> Scenario:

@@ -1,11 +1,12 @@
 """Template filters of runs: ``{{ run|kind_label }}`` and ``{{ run|headline }}``, read from the
-kind registry through the selectors (the model does not import the registry)."""
+kind registry through the selectors (the model does not import the registry), and a scenario
+setting's label and text (``{{ path|setting_label }}``, ``{{ value|setting_text }}``)."""
 
 from __future__ import annotations
 
 from django import template
 
-from scenarios.selectors import run_headline, run_kind_label
+from scenarios.selectors import run_headline, run_kind_label, setting_label, setting_text
 
 register = template.Library()
 
@@ -20,3 +21,15 @@ def kind_label(run) -> str:
 def headline(run) -> str:
     """The one result a list of runs shows (``scenarios.selectors.run_headline``)."""
     return run_headline(run)
+
+
+@register.filter(name="setting_label")
+def setting_label_filter(path: str) -> str:
+    """What the scenario form calls a scenario path (``scenarios.selectors.setting_label``)."""
+    return setting_label(path)
+
+
+@register.filter(name="setting_text")
+def setting_text_filter(value) -> str:
+    """A setting's value as the compare page shows it (``scenarios.selectors.setting_text``)."""
+    return setting_text(value)

@@ -28,7 +28,8 @@ def compare(request):
     """Side-by-side comparison of ``?runs=1,2,3`` against ``?baseline=<id>`` (default the first).
 
     With fewer than two runs the page offers finished runs to pick, the given ones ticked (the run
-    page's "compare…" link passes its run)."""
+    page's "compare…" link passes its run as the baseline, which the pick keeps). The settings
+    rows come from each run's stored inputs (``selectors.run_settings``)."""
     ids = _compare_ids(request)
     visible = restrict(Run.objects, request.user).select_related("scenario", "scenario__design")
     found = {r.pk: r for r in visible.filter(pk__in=ids)}
@@ -37,6 +38,7 @@ def compare(request):
         raise Http404("run not found")
     baseline_id = pk_or_404(request.GET["baseline"]) if request.GET.get("baseline") else None
     baseline = found.get(baseline_id, runs[0] if runs else None)
+    came_from = found.get(baseline_id)  # the run page's "compare…" link: its run stays the baseline
     recent = []
     if len(runs) < 2:
         finished = of_current_team(request, visible, "scenario__design__team").filter(status="succeeded")
@@ -50,5 +52,6 @@ def compare(request):
         "charts": compare_charts(runs) if len(runs) > 1 else [],
         "recent": recent,
         "ticked": set(found),
+        "came_from": came_from,
     }
     return render(request, "scenarios/compare.html", context)

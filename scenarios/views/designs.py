@@ -70,7 +70,7 @@ def design_version_runs(request, pk: int):
         versions[run.design_version].append(
             {
                 "id": run.pk,
-                "label": f"#{run.pk} {run.scenario.name} ({run_kind_label(run)}, {run.status})",
+                "label": f"#{run.pk} {run.scenario_name} ({run_kind_label(run)}, {run.status})",
                 "url": run.get_absolute_url(),
             }
         )

@@ -6,17 +6,21 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from scenarios.charts.search import layout_label
 from scenarios.choices import RunStatus
 from scenarios.kinds import registry, run_kind
 from scenarios.kinds.search import layout_job
+from scenarios.provenance import NOT_RECORDED, RunInputs
+from scenarios.scenario_file import sections_of
 from scenarios.selectors import run_charts as run_charts_of
-from scenarios.selectors import run_floor_plan_json, run_state
-from scenarios.services import run_cancel, run_delete, run_start, scenario_create
+from scenarios.selectors import run_floor_plan_json, run_provenance, run_state
+from scenarios.services import run_cancel, run_delete, run_rerun, run_start, scenario_create
+from scenarios.services.scenarios import document_to_yaml
 from scenarios.sim.format import schema
 from scenarios.views.doors import run_or_404, scenario_or_404
 from scenarios.views.scenarios import kind_forms, scenario_page
@@ -73,9 +77,55 @@ def run_detail(request, pk: int):
         "status_labels": dict(RunStatus.choices),
         "results": kind.results_context(run) if kind and run.status == RunStatus.SUCCEEDED else {},
         "can_apply": "change" in actions_on(design, request.user),
+        "can_run": RUN in actions_on(design, request.user),
+        "provenance": run_provenance(run=run),
         "metric": request.GET.get("metric") or (kind.floor_metric(run) if kind else "rack_power"),
     }
     return render(request, "scenarios/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def run_rerun_view(request, pk: int):
+    """Start a run again as it ran (its stored inputs); a refusal is a message on its page."""
+    run = run_or_404(request.user, pk, RUN)
+    try:
+        again = run_rerun(run=run, user=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect(run)
+    return redirect(again)
+
+
+@login_required
+@require_POST
+def run_again_view(request, pk: int):
+    """Start the run's kind with its options again on today's scenario, design and catalog (the
+    ordinary run); a refusal (the scenario no longer checks) is a message on its page."""
+    run = run_or_404(request.user, pk, RUN)
+    try:
+        again = run_start(scenario=run.scenario, kind=run.kind, user=request.user, options=run.options)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect(run)
+    return redirect(again)
+
+
+@login_required
+def run_scenario_yaml(request, pk: int):
+    """The run's scenario as it ran, as a scenario file (404 for a run that kept no inputs)."""
+    run = run_or_404(request.user, pk)
+    inputs = RunInputs.of(run)
+    if inputs is None:
+        raise Http404(NOT_RECORDED)
+    header = (
+        f"Cluster Twin run #{run.pk}: the scenario as it ran on design {run.scenario.design.name!r} "
+        f"version {inputs.design_version}, catalog rows sha256 {inputs.catalog_digest}"
+    )
+    response = HttpResponse(document_to_yaml(inputs.scenario, header=header), content_type="application/yaml")
+    name = slugify(inputs.name) or "scenario"
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{name}.yaml"'
+    return response
 
 
 @login_required
@@ -133,15 +183,17 @@ def search_apply_view(request, pk: int):
         messages.error(request, "This run has no such layout to apply.")
         return redirect(run)
     source = run.scenario
+    inputs = RunInputs.of(run)  # the layout was found for the job as it ran, not as it is today
+    sections = inputs.scenario if inputs is not None else sections_of(source)
     try:
         scenario = scenario_create(
             design=source.design,
-            name=f"{source.name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
-            description=f"Layout found by layout search #{run.pk} of {source.name!r}.",
-            job=layout_job(source.job, row),
-            what_if=source.what_if,
-            failures=source.failures,
-            power=source.power,
+            name=f"{run.scenario_name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
+            description=f"Layout found by layout search #{run.pk} of {run.scenario_name!r}.",
+            job=layout_job(sections["job"], row),
+            what_if=sections.get("what_if") or {},
+            failures=sections.get("failures") or {},
+            power=sections.get("power") or {},
             user=request.user,
         )
     except ValidationError as exc:

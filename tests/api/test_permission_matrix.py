@@ -20,6 +20,8 @@ import pytest
 from django.db import transaction
 
 from scenarios.models import Run, RunArray, Scenario
+from scenarios.provenance import RunInputs
+from scenarios.scenario_file import scenario_to_dict
 from scenarios.storage import array_to_bytes
 from teams.models import Team, TeamMembership
 from teams.permissions import ACTIONS, CHANGE, MANAGE, ROLE_ACTIONS, RUN, VIEW, restrict
@@ -112,6 +114,7 @@ REQUESTS = {
     ("GET", "/api/runs/{id}/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/"),
     ("DELETE", "/api/runs/{id}/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/"),
     ("POST", "/api/runs/{id}/cancel/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/cancel/"),
+    ("POST", "/api/runs/{id}/rerun/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/rerun/"),
     ("GET", "/api/runs/{id}/results/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/results/"),
     ("GET", "/api/runs/{id}/arrays/{name}/"): lambda w, i: _json(f"/api/runs/{i or w['run']}/arrays/values/"),
     ("GET", "/api/catalog/"): lambda w, _: _json("/api/catalog/"),
@@ -159,6 +162,7 @@ ENDPOINTS = [
     Endpoint("GET", "/api/runs/{id}/", "run", VIEW),
     Endpoint("DELETE", "/api/runs/{id}/", "run", CHANGE),
     Endpoint("POST", "/api/runs/{id}/cancel/", "run", RUN),
+    Endpoint("POST", "/api/runs/{id}/rerun/", "run", RUN),
     Endpoint("GET", "/api/runs/{id}/results/", "run", VIEW),
     Endpoint("GET", "/api/runs/{id}/arrays/{name}/", "run", VIEW),
     Endpoint("GET", "/api/catalog/", "catalog", VIEW),
@@ -213,7 +217,11 @@ def test_the_matrix_covers_every_operation_of_the_schema():
 @pytest.fixture
 def world(catalog_db, design, scenario, user, team, outsider, django_user_model):
     """Team Alpha's design, scenario, finished run with an array, and one user per principal."""
-    run = Run.objects.create(scenario=scenario, kind="step", status="succeeded", progress=1.0)
+    from topology.selectors import catalog_load
+
+    document = scenario_to_dict(scenario=scenario)
+    inputs = RunInputs.build(document, design_version=design.version, catalog=catalog_load()).to_json()
+    run = Run.objects.create(scenario=scenario, kind="step", status="succeeded", progress=1.0, inputs=inputs)
     data, dtype, shape = array_to_bytes(np.arange(5, dtype=np.float32))
     RunArray.objects.create(run=run, name="values", dtype=dtype, shape=shape, data=data)
     set_role(outsider, Team.objects.get(name="Beta"), role_granting(*ACTIONS))

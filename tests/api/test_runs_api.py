@@ -93,3 +93,55 @@ def test_run_list_filter_values_are_checked(api):
 def test_kinds_lists_registered_kinds(api):
     kinds = {k["name"]: k for k in api.get("/api/kinds/").json()}
     assert {"step", "sweep", "search"} <= set(kinds) and "nodes" in kinds["sweep"]["options"]
+
+
+def test_run_carries_its_inputs_and_a_catalog_edit_changes_nothing(api, scenario):
+    from scenarios.provenance import RunInputs
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    run = _start(api, scenario, kind="step").json()
+    inputs = run["inputs"]
+    assert set(inputs) == {"scenario", "design_version", "catalog_digest", "rerun_of"}
+    assert inputs["scenario"]["name"] == "baseline" and inputs["design_version"] == scenario.design.version
+    assert inputs["catalog_digest"] == RunInputs.of(Run.objects.get(pk=run["id"])).catalog_digest
+    assert run_execute(run_id=run["id"]) == "succeeded"
+    before = api.get(f"/api/runs/{run['id']}/").json()
+    edit_gpu_bf16(500.0)
+    api.patch(f"/api/scenarios/{scenario.pk}/", {"name": "renamed"}, format="json")
+    after = api.get(f"/api/runs/{run['id']}/").json()
+    assert after["inputs"] == before["inputs"] and after["scenario"]["name"] == "baseline"
+    assert after["summary"] == before["summary"]
+
+
+def test_run_rerun_starts_a_run_from_the_stored_inputs(api, scenario):
+    run = _start(api, scenario, kind="step").json()
+    response = api.post(f"/api/runs/{run['id']}/rerun/")
+    assert response.status_code == 201, response.content
+    again = response.json()
+    assert again["id"] != run["id"] and again["status"] == "queued" and again["kind"] == "step"
+    assert again["inputs"]["rerun_of"] == run["id"]
+    assert again["inputs"]["catalog_digest"] == run["inputs"]["catalog_digest"]
+
+
+def test_run_rerun_needs_the_role_that_starts_runs(api, stranger_api, scenario, team, django_user_model):
+    from teams.permissions import ROLE_ACTIONS, RUN, VIEW
+    from tests.api.conftest import set_role, token_client
+
+    run = _start(api, scenario, kind="step").json()
+    viewer_role = next(r for r, granted in ROLE_ACTIONS.items() if VIEW in granted and RUN not in granted)
+    viewer = django_user_model.objects.create_user("vera")
+    set_role(viewer, team, viewer_role)
+    assert token_client(viewer).post(f"/api/runs/{run['id']}/rerun/").status_code == 403
+    assert stranger_api.post(f"/api/runs/{run['id']}/rerun/").status_code == 404
+    assert Run.objects.count() == 1
+
+
+def test_a_run_from_before_provenance_says_so(api, scenario):
+    run = Run.objects.create(scenario=scenario, kind="step", status="succeeded")
+    assert api.get(f"/api/runs/{run.pk}/").json()["inputs"] is None
+    errors = errors_of(api.post(f"/api/runs/{run.pk}/rerun/"))
+    assert errors == {
+        "inputs": [
+            "inputs: not recorded (it ran before provenance was kept), so it cannot run again as it ran"
+        ]
+    }

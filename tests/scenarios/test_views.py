@@ -439,7 +439,8 @@ def test_compare_lists_settings_that_differ(client, user, scenario):
         r.label: r
         for r in client.get(reverse("scenarios:compare") + f"?runs={a.pk}&runs={b.pk}").context["rows"]
     }
-    assert rows["NIC speed"].differs and [c.text for c in rows["NIC speed"].cells] == ["—", "200"]
+    # The scenario that leaves the NIC to the design shows the design's real speed, not "—".
+    assert rows["NIC speed"].differs and [c.text for c in rows["NIC speed"].cells] == ["400 (design)", "200"]
     assert not rows["Tensor parallel (tp)"].differs
     assert rows["Step time"].cells[1].verdict == "worse"
 
@@ -494,7 +495,7 @@ def test_compare_link_of_a_run_pre_ticks_it(client, user, scenario):
     other = _succeeded_run(scenario, step_time_s=2.0)
     client.force_login(user)
     run_html = client.get(mine.get_absolute_url()).content.decode()
-    assert f'href="{reverse("scenarios:compare")}?runs={mine.pk}"' in run_html
+    assert f'href="{reverse("scenarios:compare")}?runs={mine.pk}&amp;baseline={mine.pk}"' in run_html
     html = client.get(reverse("scenarios:compare") + f"?runs={mine.pk}").content.decode()
     assert re.search(rf'value="{mine.pk}" id="pick-{mine.pk}" checked', html)
     assert re.search(rf'value="{other.pk}" id="pick-{other.pk}">', html)
@@ -716,3 +717,188 @@ def test_every_page_of_the_app_is_a_module_of_the_views_package():
     assert modules["design-import"] == modules["design-floor-plan"] == "scenarios.views.designs"
     assert modules["scenario-delete"] == "scenarios.views.scenarios"
     assert modules["run-delete"] == modules["search-apply"] == "scenarios.views.runs"
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+
+def _finished_run(scenario, user, kind="step"):
+    from scenarios.services import run_execute, run_start
+
+    run = run_start(scenario=scenario, kind=kind, user=user)
+    assert run_execute(run_id=run.pk) == "succeeded"
+    return Run.objects.get(pk=run.pk)
+
+
+def _recorded_run(scenario, user, kind="step", **summary):
+    """A run started (so its inputs are kept) and marked succeeded with ``summary``."""
+    from scenarios.services import run_start
+
+    run = run_start(scenario=scenario, kind=kind, user=user)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED, progress=1.0, summary=summary)
+    return Run.objects.get(pk=run.pk)
+
+
+def test_run_page_says_what_it_ran_with_and_a_rename_or_catalog_edit_changes_nothing(client, user, scenario):
+    import yaml
+
+    from scenarios.services import scenario_update
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    run = _finished_run(scenario, user)
+    client.force_login(user)
+    html = client.get(run.get_absolute_url()).content.decode()
+    digest = run.inputs["catalog_digest"]
+    assert "data-ran-with" in html and f"design v{run.design_version}" in html and digest[:12] in html
+    assert "data-unchanged" in html and "data-rerun" in html
+    state_before = client.get(reverse("scenarios:run-state", args=[run.pk])).json()
+    scenario_update(scenario=scenario, user=user, name="Renamed afterwards")
+    edit_gpu_bf16(500.0)
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert "<h1>Baseline · Step time" in html and "Renamed afterwards" in html  # the diff names today's
+    assert 'data-changed="design"' in html and 'data-changed="catalog"' in html
+    assert 'data-changed="scenario"' in html and "data-scenario-diff" in html
+    assert reverse("topology:design-history", args=[scenario.design_id]) in html
+    state_after = client.get(reverse("scenarios:run-state", args=[run.pk])).json()
+    assert state_after["scenario"]["name"] == "Baseline" and state_after["summary"] == state_before["summary"]
+    yaml_response = client.get(reverse("scenarios:run-scenario-yaml", args=[run.pk]))
+    assert yaml_response["Content-Disposition"].endswith(f'run-{run.pk}-baseline.yaml"')
+    document = yaml.safe_load(yaml_response.content)
+    assert document["name"] == "Baseline" and document == run.inputs["scenario"]
+
+
+def test_rerun_button_starts_the_run_as_it_ran(client, user, scenario):
+    run = _finished_run(scenario, user)
+    client.force_login(user)
+    response = client.post(reverse("scenarios:run-rerun", args=[run.pk]))
+    again = Run.objects.exclude(pk=run.pk).get()
+    assert response.status_code == 302 and response["Location"] == again.get_absolute_url()
+    assert again.inputs["rerun_of"] == run.pk and again.inputs["scenario"] == run.inputs["scenario"]
+
+
+def test_rerun_button_is_not_offered_to_a_viewer(client, user, scenario, django_user_model):
+    from teams.models import TeamMembership
+    from teams.permissions import ROLE_ACTIONS, RUN, VIEW
+
+    run = _finished_run(scenario, user)
+    viewer = django_user_model.objects.create_user("vic")
+    role = next(r for r, granted in ROLE_ACTIONS.items() if VIEW in granted and RUN not in granted)
+    TeamMembership.objects.create(user=viewer, team=scenario.design.team, role=role)
+    client.force_login(viewer)
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert "data-rerun" not in html and "data-run-today" not in html and "data-ran-with" in html
+    assert client.post(reverse("scenarios:run-rerun", args=[run.pk])).status_code == 403
+    assert client.post(reverse("scenarios:run-again", args=[run.pk])).status_code == 403
+
+
+def test_run_page_of_a_run_from_before_provenance_says_so(client, user, scenario):
+    run = _succeeded_run(scenario, step_time_s=1.0)
+    client.force_login(user)
+    response = client.get(run.get_absolute_url())
+    assert response.status_code == 200
+    assert "inputs not recorded: run before provenance was kept" in response.content.decode()
+    assert client.get(reverse("scenarios:run-scenario-yaml", args=[run.pk])).status_code == 404
+
+
+def test_compare_shows_every_differing_setting_from_the_runs_inputs(client, user, scenario):
+    from scenarios.services import scenario_duplicate, scenario_update
+
+    spares = scenario_duplicate(scenario=scenario, user=user)
+    scenario_update(scenario=spares, user=user, failures={"spare_servers": 2, "trials": 50})
+    scenario_update(scenario=scenario, user=user, failures={"trials": 50}, power={"pue": 1.3})
+    a, b = (
+        _recorded_run(scenario, user, "failures", ettr=0.9),
+        _recorded_run(spares, user, "failures", ettr=0.8),
+    )
+    scenario_update(scenario=scenario, user=user, name="Renamed", failures={"trials": 50, "spare_servers": 2})
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    edit_gpu_bf16(500.0)
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}&baseline={b.pk}")
+    rows = {row.label: row for row in response.context["rows"]}
+    assert response.context["baseline"] == b
+    spare = next(row for label, row in rows.items() if "spare" in label.lower())
+    # As they ran: a held the default spares (at most the job's 8 servers), b 2.
+    assert spare.differs and [c.text for c in spare.cells] == ["8", "2"]
+    pue = next(row for label, row in rows.items() if "PUE" in label)
+    assert pue.differs and pue.cells[0].text == "1.3" and pue.cells[1].text != "—"
+    assert [c.text for c in rows["Server type"].cells] == ["dgx-h100 (design)"] * 2
+    digests = [c.text for c in rows["Catalog rows (sha256)"].cells]
+    assert digests == [r.inputs["catalog_digest"][:12] + "…" for r in (a, b)]  # not today's catalog
+    html = response.content.decode()
+    assert "Renamed" not in html and "Baseline" in html
+
+
+def test_compare_link_keeps_the_run_it_came_from_as_baseline(client, user, scenario):
+    mine = _succeeded_run(scenario, step_time_s=1.0)
+    other = _succeeded_run(scenario, step_time_s=2.0)
+    client.force_login(user)
+    html = client.get(reverse("scenarios:compare") + f"?runs={mine.pk}&baseline={mine.pk}").content.decode()
+    assert f'name="baseline" value="{mine.pk}"' in html
+    response = client.get(
+        reverse("scenarios:compare") + f"?runs={other.pk}&runs={mine.pk}&baseline={mine.pk}"
+    )
+    assert response.context["baseline"] == mine
+
+
+def test_compare_marks_a_run_from_before_provenance(client, user, scenario):
+    legacy = _succeeded_run(scenario, step_time_s=1.0)
+    recorded = _finished_run(scenario, user)
+    client.force_login(user)
+    response = client.get(reverse("scenarios:compare") + f"?runs={legacy.pk},{recorded.pk}")
+    assert response.content.decode().count("data-not-recorded") == 1
+    rows = {row.label: row for row in response.context["rows"]}
+    digest = rows["Catalog rows (sha256)"].cells
+    assert digest[0].text == "not recorded" and digest[1].text == recorded.inputs["catalog_digest"][:12] + "…"
+
+
+def test_compare_labels_the_design_cluster_in_words(client, user, scenario):
+    a, b = _finished_run(scenario, user), _finished_run(scenario, user)
+    client.force_login(user)
+    labels = [
+        row.label for row in client.get(reverse("scenarios:compare") + f"?runs={a.pk},{b.pk}").context["rows"]
+    ]
+    assert "Design: server type" in labels and "Design: NIC speed" in labels
+
+
+def test_run_again_with_todays_inputs_is_the_ordinary_run(client, user, scenario):
+    from scenarios.services import run_start
+    from tests.scenarios.test_provenance import edit_gpu_bf16
+
+    run = run_start(scenario=scenario, kind="sweep", user=user)  # its inputs are kept at start
+    edit_gpu_bf16(500.0)
+    client.force_login(user)
+    assert "data-run-today" in client.get(run.get_absolute_url()).content.decode()
+    response = client.post(reverse("scenarios:run-again", args=[run.pk]))
+    today = Run.objects.exclude(pk=run.pk).get()
+    assert response["Location"] == today.get_absolute_url()
+    assert today.kind == "sweep" and today.options == run.options and "rerun_of" not in today.inputs
+    assert today.inputs["catalog"]["gpus"][0]["peak_tflops_bf16"] == 500.0
+    assert today.inputs["catalog_digest"] != run.inputs["catalog_digest"]
+
+
+def test_apply_this_layout_applies_it_to_the_job_as_it_ran(client, user, scenario):
+    from scenarios.services import run_start, scenario_update
+
+    search = run_start(scenario=scenario, kind="search", user=user)
+    best = {
+        "tp": 4,
+        "pp": 2,
+        "dp": 8,
+        "cp": 1,
+        "ep": 1,
+        "vpp": 1,
+        "micro_batch": 2,
+        "recompute": "none",
+        "zero": 1,
+    }
+    Run.objects.filter(pk=search.pk).update(status=RunStatus.SUCCEEDED, summary={"best": [best]})
+    ran_batch = scenario.job["global_batch"]
+    scenario_update(
+        scenario=scenario, user=user, name="Edited later", job={**scenario.job, "global_batch": ran_batch * 2}
+    )
+    client.force_login(user)
+    client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "0"})
+    applied = Scenario.objects.exclude(pk=scenario.pk).get()
+    assert applied.job["global_batch"] == ran_batch and applied.name.startswith("Baseline · tp4 pp2 dp8")

@@ -173,8 +173,8 @@ def test_the_run_page_says_when_the_design_changed_since(client, user, scenario)
     run = Run.objects.create(scenario=scenario, kind="step")
     run_execute(run_id=run.pk)
     client.force_login(user)
-    assert "data-design-changed" not in client.get(run.get_absolute_url()).content.decode()
+    assert 'data-changed="design"' not in client.get(run.get_absolute_url()).content.decode()
     rack = _part(scenario.design, Rack)
     services.design_part_save(part=rack, user=user)
     html = client.get(run.get_absolute_url()).content.decode()
-    assert "data-design-changed" in html and "version 1 of the design" in html
+    assert 'data-changed="design"' in html and "design: version 1 → 2" in html
