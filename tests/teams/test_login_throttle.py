@@ -1,0 +1,51 @@
+"""Login throttling (django-axes): failed logins lock the account, and as many from one address
+lock the address for every account, with a message saying why and for how long."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+LIMIT_MESSAGE = "too many failed logins for this account; try again in {} minutes"
+
+
+def _login(client, username: str, password: str, address: str = "10.0.0.7"):
+    return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+@pytest.mark.slow
+def test_thirty_wrong_passwords_then_the_right_one_is_refused_with_the_reason(client, user):
+    for _ in range(30):
+        assert _login(client, "alice", "wrong-guess").status_code in (200, 429)
+    refused = _login(client, "alice", "pw-alice-123")
+    assert refused.status_code == 429
+    html = refused.content.decode()
+    assert LIMIT_MESSAGE.format(settings.TWIN_LOGIN_COOLOFF_MINUTES) in html
+    assert "_auth_user_id" not in client.session
+    # the account is locked from another address too
+    assert _login(client, "alice", "pw-alice-123", address="10.9.9.9").status_code == 429
+
+
+def test_one_address_guessing_many_accounts_is_limited_for_every_account(client, user, outsider):
+    for number in range(settings.TWIN_LOGIN_FAILURE_LIMIT):  # one guess per account: none is locked
+        _login(client, f"someone-{number}", "guess")
+    refused = _login(client, "bob", "pw-bob-123")
+    assert refused.status_code == 429
+    assert "too many failed logins from this address" in refused.content.decode()
+    # bob himself from his own address is fine
+    assert _login(client, "bob", "pw-bob-123", address="10.1.1.1").status_code == 302
+
+
+def test_a_right_password_under_the_limit_logs_in_and_resets_the_count(client, user):
+    for _ in range(settings.TWIN_LOGIN_FAILURE_LIMIT - 1):
+        assert _login(client, "alice", "wrong-guess").status_code == 200
+    assert _login(client, "alice", "pw-alice-123").status_code == 302
+
+
+@pytest.mark.parametrize("limit", [3])
+def test_the_limit_is_a_setting(client, user, settings, limit):
+    settings.AXES_FAILURE_LIMIT = limit
+    settings.TWIN_LOGIN_FAILURE_LIMIT = limit
+    for _ in range(limit):
+        _login(client, "alice", "wrong-guess")
+    assert _login(client, "alice", "pw-alice-123").status_code == 429
