@@ -116,19 +116,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # ever used, past PostgreSQL's max_connections under load. Django's native psycopg pool bounds
 # them instead: each process (web or worker) opens at most TWIN_DB_POOL_MAX connections and a
 # request waits up to TWIN_DB_POOL_TIMEOUT_S for a free one (then the API answers 503). Plan
-# max_connections >= (web processes + worker processes) x TWIN_DB_POOL_MAX + a few for
-# migrations and psql (README, "Database connections"). The pool requires CONN_MAX_AGE = 0: a
-# connection goes back to the pool at the end of each request.
+# max_connections >= web processes x TWIN_DB_POOL_MAX + worker processes x (concurrency + 1)
+# + a few for migrations and psql (README, "Database connections"). Celery workers gain nothing
+# from a pool (Celery closes the connections after every task): the compose file sets
+# TWIN_DB_POOL_MAX=0 for them. The pool requires CONN_MAX_AGE = 0: a connection goes back to the
+# pool at the end of each request.
 TWIN_DB_POOL_MIN = int(os.environ.get("TWIN_DB_POOL_MIN", "2"))
 TWIN_DB_POOL_MAX = int(os.environ.get("TWIN_DB_POOL_MAX", "10"))
 TWIN_DB_POOL_TIMEOUT_S = float(os.environ.get("TWIN_DB_POOL_TIMEOUT_S", "10"))
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and TWIN_DB_POOL_MAX > 0:
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": min(TWIN_DB_POOL_MIN, TWIN_DB_POOL_MAX),
-        "max_size": TWIN_DB_POOL_MAX,
-        "timeout": TWIN_DB_POOL_TIMEOUT_S,
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # TWIN_DB_POOL_MAX=0: no pool, a connection per request
+    # A pooled connection is checked before use, so a restarted PostgreSQL costs no request.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if TWIN_DB_POOL_MAX > 0:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(TWIN_DB_POOL_MIN, TWIN_DB_POOL_MAX),
+            "max_size": TWIN_DB_POOL_MAX,
+            "timeout": TWIN_DB_POOL_TIMEOUT_S,
+        }
 # --- end of the connection pool block ----------------------------------------------------------
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
