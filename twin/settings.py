@@ -252,7 +252,7 @@ TWIN_API_MAX_BODY_BYTES = int(os.environ.get("TWIN_API_MAX_BODY_BYTES", str(2 * 
 DATA_UPLOAD_MAX_MEMORY_SIZE = TWIN_API_MAX_BODY_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "knox.auth.TokenAuthentication",  # scripts: Authorization: Token ... (stored hashed)
+        "teams.authentication.ApiTokenAuthentication",  # scripts: Authorization: Token ... (hashed)
         "rest_framework.authentication.SessionAuthentication",  # the browser, with CSRF
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

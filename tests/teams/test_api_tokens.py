@@ -94,3 +94,14 @@ def test_verbatim_tokens_of_before_are_hashed_and_keep_working(user):
 @pytest.mark.parametrize("header", ["Token", "Token a b"])
 def test_malformed_token_headers_are_401(db, header):
     assert APIClient().get("/api/teams/", HTTP_AUTHORIZATION=header).status_code == 401
+
+
+def test_an_expired_token_is_refused_and_deleted(user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    issued = api_token_create(user=user)
+    AuthToken.objects.filter(pk=issued.token.pk).update(expiry=timezone.now() - timedelta(seconds=1))
+    assert _answers(issued.key) == 401
+    assert not AuthToken.objects.filter(pk=issued.token.pk).exists()

@@ -1,0 +1,22 @@
+"""The API's token authentication: knox's (hashed tokens, expiry), judging only the token the
+request presents. Knox also loads every other token of the user on each request to delete the
+expired ones: a query per request that grows with the user's tokens; the account page and
+``/api/account/tokens/`` delete expired tokens when they list them instead."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from knox.auth import TokenAuthentication
+from knox.signals import token_expired
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    """``Authorization: Token <key>`` against knox's digests; an expired token is deleted."""
+
+    def _cleanup_token(self, auth_token) -> bool:
+        if auth_token.expiry is not None and auth_token.expiry < timezone.now():
+            username = auth_token.user.get_username()
+            auth_token.delete()
+            token_expired.send(sender=self.__class__, username=username, source="auth_token")
+            return True
+        return False
