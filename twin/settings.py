@@ -162,6 +162,13 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one over the limi
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "teams.views.login_locked_out"
 AXES_VERBOSE = False
+# Behind N reverse proxies the client's address is the N-th from the right of X-Forwarded-For;
+# with none (the default) only REMOTE_ADDR counts, so a client cannot spoof its address.
+TWIN_LOGIN_PROXY_COUNT = int(os.environ.get("TWIN_LOGIN_PROXY_COUNT", "0"))
+if TWIN_LOGIN_PROXY_COUNT > 0:
+    AXES_IPWARE_PROXY_COUNT = TWIN_LOGIN_PROXY_COUNT
+    AXES_IPWARE_PROXY_ORDER = "right-most"
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
 # --- end of the login throttling block ---------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"

@@ -49,3 +49,15 @@ def test_the_limit_is_a_setting(client, user, settings, limit):
     for _ in range(limit):
         _login(client, "alice", "wrong-guess")
     assert _login(client, "alice", "pw-alice-123").status_code == 429
+
+
+def test_a_forwarded_for_header_does_not_change_the_address_without_a_proxy(client, user, outsider):
+    """Without TWIN_LOGIN_PROXY_COUNT a client cannot dodge the per-address limit with a header."""
+    for number in range(settings.TWIN_LOGIN_FAILURE_LIMIT):
+        client.post(
+            "/login/",
+            {"username": f"someone-{number}", "password": "guess"},
+            REMOTE_ADDR="10.0.0.8",
+            HTTP_X_FORWARDED_FOR=f"192.0.2.{number}",
+        )
+    assert _login(client, "bob", "pw-bob-123", address="10.0.0.8").status_code == 429
