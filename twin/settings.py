@@ -121,7 +121,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # from a pool (Celery closes the connections after every task): the compose file sets
 # TWIN_DB_POOL_MAX=0 for them. The pool requires CONN_MAX_AGE = 0: a connection goes back to the
 # pool at the end of each request.
-TWIN_DB_POOL_MIN = int(os.environ.get("TWIN_DB_POOL_MIN", "2"))
+TWIN_DB_POOL_MIN = int(os.environ.get("TWIN_DB_POOL_MIN", "0"))  # opened on demand, kept idle 10 min
 TWIN_DB_POOL_MAX = int(os.environ.get("TWIN_DB_POOL_MAX", "10"))
 TWIN_DB_POOL_TIMEOUT_S = float(os.environ.get("TWIN_DB_POOL_TIMEOUT_S", "10"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":

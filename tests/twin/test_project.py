@@ -67,7 +67,7 @@ def test_postgresql_connections_come_from_a_bounded_pool():
     size from TWIN_DB_POOL_MAX), and the pool needs CONN_MAX_AGE 0."""
     url = "postgres://u@db.example:5432/twin"
     s = settings_in_subprocess({"DATABASE_URL": url, "TWIN_DB_POOL_MAX": "7", "TWIN_DB_POOL_TIMEOUT_S": "3"})
-    assert s["options"]["pool"] == {"min_size": 2, "max_size": 7, "timeout": 3.0}
+    assert s["options"]["pool"] == {"min_size": 0, "max_size": 7, "timeout": 3.0}
     assert s["conn_max_age"] == 0
     unpooled = settings_in_subprocess({"DATABASE_URL": url, "TWIN_DB_POOL_MAX": "0"})
     assert "pool" not in unpooled["options"] and unpooled["conn_max_age"] == 0
