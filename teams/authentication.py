@@ -36,3 +36,19 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "name": "Authorization",
             "description": 'Token-based authentication with required prefix "Token"',
         }
+
+
+def login_client_address(request) -> str | None:
+    """The address the login throttle counts (``AXES_CLIENT_IP_CALLABLE``): the connection's,
+    or behind ``TWIN_LOGIN_PROXY_COUNT`` proxies the one the outermost proxy saw (each proxy
+    appends the address it saw to X-Forwarded-For; what the client wrote there itself comes
+    before and is ignored)."""
+    from django.conf import settings
+
+    proxies = int(settings.TWIN_LOGIN_PROXY_COUNT)
+    remote = request.META.get("REMOTE_ADDR")
+    if proxies <= 0:
+        return remote
+    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+    forwarded = [part for part in forwarded if part]
+    return forwarded[-proxies] if len(forwarded) >= proxies else remote

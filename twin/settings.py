@@ -165,10 +165,7 @@ AXES_VERBOSE = False
 # Behind N reverse proxies the client's address is the N-th from the right of X-Forwarded-For;
 # with none (the default) only REMOTE_ADDR counts, so a client cannot spoof its address.
 TWIN_LOGIN_PROXY_COUNT = int(os.environ.get("TWIN_LOGIN_PROXY_COUNT", "0"))
-if TWIN_LOGIN_PROXY_COUNT > 0:
-    AXES_IPWARE_PROXY_COUNT = TWIN_LOGIN_PROXY_COUNT
-    AXES_IPWARE_PROXY_ORDER = "right-most"
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+AXES_CLIENT_IP_CALLABLE = "teams.authentication.login_client_address"
 # --- end of the login throttling block ---------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"

@@ -61,3 +61,47 @@ def test_a_forwarded_for_header_does_not_change_the_address_without_a_proxy(clie
             HTTP_X_FORWARDED_FOR=f"192.0.2.{number}",
         )
     assert _login(client, "bob", "pw-bob-123", address="10.0.0.8").status_code == 429
+
+
+@pytest.mark.parametrize(
+    ("proxies", "forwarded", "address"),
+    [
+        (0, "198.51.100.7", "10.0.0.1"),  # no proxy: the header is the client's own words
+        (1, "198.51.100.7", "198.51.100.7"),  # one proxy appended what it saw
+        (1, "6.6.6.6, 198.51.100.7", "198.51.100.7"),  # the client's own entry comes first: ignored
+        (2, "6.6.6.6, 198.51.100.7, 10.0.0.2", "198.51.100.7"),
+        (2, "198.51.100.7", "10.0.0.1"),  # fewer entries than proxies: the connection's
+    ],
+)
+def test_the_throttled_address_behind_proxies(rf, settings, proxies, forwarded, address):
+    from teams.authentication import login_client_address
+
+    settings.TWIN_LOGIN_PROXY_COUNT = proxies
+    request = rf.post("/login/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded)
+    assert login_client_address(request) == address
+
+
+def test_behind_a_proxy_each_client_address_has_its_own_limit(client, user, outsider, settings):
+    settings.TWIN_LOGIN_PROXY_COUNT = 1
+    for number in range(settings.TWIN_LOGIN_FAILURE_LIMIT):
+        client.post(
+            "/login/",
+            {"username": f"someone-{number}", "password": "guess"},
+            REMOTE_ADDR="10.0.0.1",
+            HTTP_X_FORWARDED_FOR="198.51.100.7",
+        )
+    via_proxy = {"REMOTE_ADDR": "10.0.0.1"}
+    locked = client.post(
+        "/login/",
+        {"username": "bob", "password": "pw-bob-123"},
+        HTTP_X_FORWARDED_FOR="198.51.100.7",
+        **via_proxy,
+    )
+    assert locked.status_code == 429
+    other = client.post(
+        "/login/",
+        {"username": "bob", "password": "pw-bob-123"},
+        HTTP_X_FORWARDED_FOR="198.51.100.8",
+        **via_proxy,
+    )
+    assert other.status_code == 302
