@@ -36,3 +36,11 @@ def test_a_pool_timeout_in_a_view_is_503_too(user, team, monkeypatch):
     monkeypatch.setattr(views.TeamViewSet, "get_queryset", busy)
     response = token_client(user).get("/api/teams/")
     assert response.status_code == 503 and "__all__" in errors_of(response)
+
+
+def test_a_browser_session_request_gets_503_json_too(client, user, team, monkeypatch):
+    client.force_login(user)
+    with monkeypatch.context() as down:
+        down.setattr(connection, "ensure_connection", _refuse)
+        response = client.get("/api/designs/")
+    assert response.status_code == 503 and "__all__" in errors_of(response)
