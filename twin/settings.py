@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A page that cannot reach the database answers 503 (the API its JSON 503), not a 500.
+    "twin.middleware.DatabaseUnavailableMiddleware",
     # Last, as django-axes requires: it answers a locked-out login (see the login block below).
     "axes.middleware.AxesMiddleware",
 ]

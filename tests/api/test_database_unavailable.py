@@ -44,3 +44,12 @@ def test_a_browser_session_request_gets_503_json_too(client, user, team, monkeyp
         down.setattr(connection, "ensure_connection", _refuse)
         response = client.get("/api/designs/")
     assert response.status_code == 503 and "__all__" in errors_of(response)
+
+
+def test_a_page_gets_a_short_503_page_while_the_database_is_down(client, user, monkeypatch):
+    client.force_login(user)
+    with monkeypatch.context() as down:
+        down.setattr(connection, "ensure_connection", _refuse)
+        page = client.get("/designs/")
+    assert page.status_code == 503 and page["Retry-After"] == "5"
+    assert "The database cannot be reached right now" in page.content.decode()
