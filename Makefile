@@ -20,9 +20,13 @@ install: $(STAMP)  ## create .venv and install the project with its dev tools
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
+# Development (DEBUG not 0) asks for the demo account even in Redis mode; with DEBUG=0
+# demo_seed refuses it (its password is published) and `make seed` stops with the reason.
+DEMO_USER_FLAG := $(if $(filter 0 false False no off,$(DEBUG)),,--with-demo-user)
+
 seed: migrate  ## load the hardware catalog and the demo team, user and designs
 	$(BIN)/python manage.py catalog import
-	$(BIN)/python manage.py demo_seed
+	$(BIN)/python manage.py demo_seed $(DEMO_USER_FLAG)
 
 run: seed  ## serve HTTP + WebSocket on $(HOST):$(PORT) (embedded worker unless REDIS_URL is set)
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)

@@ -8,3 +8,6 @@ from django.apps import AppConfig
 class TeamsConfig(AppConfig):
     name = "teams"
     verbose_name = "Teams and accounts"
+
+    def ready(self) -> None:
+        from teams import checks, signals  # noqa: F401  (registers the system checks and receivers)

@@ -23,4 +23,5 @@ account_urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/", views.account, name="account"),
+    path("account/logout-everywhere/", views.logout_everywhere, name="logout-everywhere"),
 ]

@@ -12,7 +12,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render, resolve_url
+from django.template.defaultfilters import pluralize
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from teams import services
@@ -20,6 +22,27 @@ from teams.current import current_team, team_switch, user_teams
 from teams.forms import InviteForm, RoleForm, TeamStartForm, TeamSwitchForm, add_service_errors
 from teams.models import Team, TeamMembership
 from teams.permissions import MANAGE, VIEW, actions_on, require, restrict, team_roles
+
+
+def login_locked_out(request, response=None, credentials=None):
+    """django-axes' answer to a login from a locked account or address (``AXES_LOCKOUT_CALLABLE``):
+    the login page again, saying why and for how long, with 429 Too Many Requests."""
+    from axes.models import AccessAttempt
+    from django.contrib.auth.forms import AuthenticationForm
+    from django.db.models import Sum
+
+    minutes = settings.TWIN_LOGIN_COOLOFF_MINUTES
+    username = (credentials or {}).get("username") or request.POST.get("username", "")
+    failures = AccessAttempt.objects.filter(username=username).aggregate(n=Sum("failures_since_start"))["n"]
+    whose = (
+        "for this account" if (failures or 0) >= settings.TWIN_LOGIN_FAILURE_LIMIT else "from this address"
+    )
+    form = AuthenticationForm(request, initial={"username": username})
+    form.errors["__all__"] = form.error_class(
+        [f"too many failed logins {whose}; try again in {minutes} minutes"]
+    )
+    context = {"form": form, "next": request.POST.get("next", ""), "demo": None}
+    return render(request, "registration/login.html", context, status=429)
 
 
 class LoginView(auth_views.LoginView):
@@ -176,15 +199,39 @@ def team_switch_view(request):
 
 
 @login_required
+@never_cache
 def account(request):
-    """The user's account page: their API token for scripts (create it, or replace it)."""
-    from teams.tokens import api_token_get_or_create, api_token_of, api_token_regenerate
+    """The user's account page: their API tokens for scripts (create one, whose secret is shown
+    this once; revoke one; revoke them all). ``no-store``: the page may show a secret."""
+    from teams import tokens
 
+    issued = None
     if request.method == "POST":
-        if request.POST.get("action") == "regenerate":
-            api_token_regenerate(user=request.user)
-            messages.success(request, "A new API token replaced the old one.")
+        action = request.POST.get("action")
+        if action == "create":
+            issued = tokens.api_token_create(user=request.user)
+        elif action == "revoke":
+            if tokens.api_token_revoke(user=request.user, token_key=request.POST.get("token", "")):
+                messages.success(request, "The token was revoked: scripts using it get 401 now.")
+            return redirect("account")
+        elif action == "revoke-all":
+            count = tokens.api_tokens_revoke_all(user=request.user)
+            messages.success(request, f"{count} token{pluralize(count)} revoked.")
+            return redirect("account")
         else:
-            api_token_get_or_create(user=request.user)
-        return redirect("account")
-    return render(request, "twin/account.html", {"token": api_token_of(user=request.user)})
+            return redirect("account")
+    context = {"tokens": tokens.api_tokens_of(user=request.user), "issued": issued}
+    return render(request, "twin/account.html", context)
+
+
+@login_required
+@require_POST
+def logout_everywhere(request):
+    """Log out here and revoke every API token of the user (a lost laptop, a leaked script)."""
+    from django.contrib.auth import logout
+
+    from teams.tokens import api_tokens_revoke_all
+
+    api_tokens_revoke_all(user=request.user)
+    logout(request)
+    return redirect(settings.LOGOUT_REDIRECT_URL)

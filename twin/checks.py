@@ -15,6 +15,26 @@ def check_production_settings(app_configs, **kwargs):
     return []
 
 
+#: Secret keys published in this repository (docker-compose.yml's default): a deployment that
+#: kept one signs sessions and password-reset links with a key anyone can read.
+PLACEHOLDER_SECRET_KEYS = frozenset({"change-me-in-production"})
+
+
+@register(deploy=True)
+def check_secret_key_is_not_a_placeholder(app_configs, **kwargs):
+    """``check --deploy`` fails on the compose file's placeholder key (Django's own check only
+    warns about it as a weak key)."""
+    if settings.SECRET_KEY in PLACEHOLDER_SECRET_KEYS:
+        return [
+            Error(
+                "SECRET_KEY: the placeholder of docker-compose.yml is published; set a random "
+                "secret (e.g. openssl rand -hex 32).",
+                id="twin.E003",
+            )
+        ]
+    return []
+
+
 @register()
 def check_secret_key_when_not_debug(app_configs, **kwargs):
     """Refuse the embedded secret key when DEBUG is off, for every command (also ``check

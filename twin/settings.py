@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,7 +74,11 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "channels",
     "rest_framework",
+    # authtoken stays installed only so teams' hashed_tokens migration can read the verbatim
+    # tokens it hashes into knox (its table is empty afterwards; nothing else uses it).
     "rest_framework.authtoken",
+    "knox",
+    "axes",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -92,6 +97,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A page that cannot reach the database answers 503 (the API its JSON 503), not a 500.
+    "twin.middleware.DatabaseUnavailableMiddleware",
+    # Last, as django-axes requires: it answers a locked-out login (see the login block below).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "twin.urls"
@@ -126,6 +135,32 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+# --- PostgreSQL connection pool (issue 23: persistent connections leaked one per thread) -----
+# Under ASGI every sync view runs in a thread of its own, and a persistent connection
+# (CONN_MAX_AGE > 0) belongs to its thread: the web process held one connection per thread it
+# ever used, past PostgreSQL's max_connections under load. Django's native psycopg pool bounds
+# them instead: each process (web or worker) opens at most TWIN_DB_POOL_MAX connections and a
+# request waits up to TWIN_DB_POOL_TIMEOUT_S for a free one (then the API answers 503). Plan
+# max_connections >= web processes x TWIN_DB_POOL_MAX + worker processes x (concurrency + 1)
+# + a few for migrations and psql (README, "Database connections"). Celery workers gain nothing
+# from a pool (Celery closes the connections after every task): the compose file sets
+# TWIN_DB_POOL_MAX=0 for them. The pool requires CONN_MAX_AGE = 0: a connection goes back to the
+# pool at the end of each request.
+TWIN_DB_POOL_MIN = int(os.environ.get("TWIN_DB_POOL_MIN", "0"))  # opened on demand, kept idle 10 min
+TWIN_DB_POOL_MAX = int(os.environ.get("TWIN_DB_POOL_MAX", "10"))
+TWIN_DB_POOL_TIMEOUT_S = float(os.environ.get("TWIN_DB_POOL_TIMEOUT_S", "10"))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # TWIN_DB_POOL_MAX=0: no pool, a connection per request
+    # A pooled connection is checked before use, so a restarted PostgreSQL costs no request.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if TWIN_DB_POOL_MAX > 0:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(TWIN_DB_POOL_MIN, TWIN_DB_POOL_MAX),
+            "max_size": TWIN_DB_POOL_MAX,
+            "timeout": TWIN_DB_POOL_TIMEOUT_S,
+        }
+# --- end of the connection pool block ----------------------------------------------------------
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -135,6 +170,29 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "topology:design-list"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Login throttling (django-axes; issue 23) --------------------------------------------------
+# TWIN_LOGIN_FAILURE_LIMIT failed logins lock the account, and as many from one address lock
+# that address (for every account), for TWIN_LOGIN_COOLOFF_MINUTES; the login page then says
+# "too many failed logins for this account; try again in N minutes" (HTTP 429). A successful
+# login resets the account's count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first, as django-axes requires
+    "django.contrib.auth.backends.ModelBackend",
+]
+TWIN_LOGIN_FAILURE_LIMIT = int(os.environ.get("TWIN_LOGIN_FAILURE_LIMIT", "10"))
+TWIN_LOGIN_COOLOFF_MINUTES = int(os.environ.get("TWIN_LOGIN_COOLOFF_MINUTES", "15"))
+AXES_FAILURE_LIMIT = TWIN_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = TWIN_LOGIN_COOLOFF_MINUTES / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one over the limit locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "teams.views.login_locked_out"
+AXES_VERBOSE = False
+# Behind N reverse proxies the client's address is the N-th from the right of X-Forwarded-For;
+# with none (the default) only REMOTE_ADDR counts, so a client cannot spoof its address.
+TWIN_LOGIN_PROXY_COUNT = int(os.environ.get("TWIN_LOGIN_PROXY_COUNT", "0"))
+AXES_CLIENT_IP_CALLABLE = "teams.authentication.login_client_address"
+# --- end of the login throttling block ---------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -224,7 +282,7 @@ TWIN_API_MAX_BODY_BYTES = int(os.environ.get("TWIN_API_MAX_BODY_BYTES", str(2 * 
 DATA_UPLOAD_MAX_MEMORY_SIZE = TWIN_API_MAX_BODY_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",  # scripts: Authorization: Token ...
+        "teams.authentication.ApiTokenAuthentication",  # scripts: Authorization: Token ... (hashed)
         "rest_framework.authentication.SessionAuthentication",  # the browser, with CSRF
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -236,6 +294,17 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "twin.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# --- API tokens (django-rest-knox; issue 23) ---------------------------------------------------
+# Tokens are stored as SHA-512 digests (the secret is shown once, when created), expire after
+# TWIN_API_TOKEN_TTL_DAYS (0: never), and are revoked when their user's password changes or they
+# log out everywhere (teams/tokens.py).
+TWIN_API_TOKEN_TTL_DAYS = float(os.environ.get("TWIN_API_TOKEN_TTL_DAYS", "90"))
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=TWIN_API_TOKEN_TTL_DAYS) if TWIN_API_TOKEN_TTL_DAYS > 0 else None,
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
+# --- end of the API tokens block ---------------------------------------------------------------
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster Twin API",
     "DESCRIPTION": "Designs, scenarios, runs, the hardware catalog and teams (docs/api.md).",

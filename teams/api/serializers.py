@@ -30,3 +30,17 @@ class InviteSerializer(serializers.Serializer):
 
 class RoleSerializer(serializers.Serializer):
     role = serializers.CharField(max_length=16, help_text="a role of teams.permissions.ROLE_ACTIONS")
+
+
+class ApiTokenSerializer(serializers.Serializer):
+    """One of the user's API tokens: its clear prefix (its id here), never the secret."""
+
+    token_key = serializers.CharField(read_only=True, help_text="the token's first characters: its id")
+    created = serializers.DateTimeField(read_only=True)
+    expiry = serializers.DateTimeField(read_only=True, allow_null=True)
+
+
+class IssuedApiTokenSerializer(ApiTokenSerializer):
+    """A token just created, with its secret (shown this once)."""
+
+    key = serializers.CharField(read_only=True, help_text="the secret: send it as Authorization: Token <key>")

@@ -4,17 +4,24 @@ through ``teams.permissions`` (another team is a 404; a role that may see but no
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, status
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from teams import services
+from teams import services, tokens
 from teams.api.base import TeamObjectViewSet
-from teams.api.serializers import InviteSerializer, MembershipSerializer, RoleSerializer, TeamSerializer
+from teams.api.serializers import (
+    ApiTokenSerializer,
+    InviteSerializer,
+    IssuedApiTokenSerializer,
+    MembershipSerializer,
+    RoleSerializer,
+    TeamSerializer,
+)
 from teams.models import Team, TeamMembership
 from teams.permissions import MANAGE, VIEW, restrict
-from twin.api.base import validated
+from twin.api.base import ApiViewMixin, validated
 
 
 @extend_schema(tags=["teams"])
@@ -63,3 +70,35 @@ class TeamViewSet(mixins.ListModelMixin, TeamObjectViewSet):
         data = validated(RoleSerializer, request.data)
         membership = services.membership_update(membership=membership, role=data["role"], user=request.user)
         return Response(MembershipSerializer(membership).data)
+
+
+@extend_schema(tags=["account"])
+class ApiTokenViewSet(ApiViewMixin, viewsets.ViewSet):
+    """Your API tokens: list them, create one (its secret is in this answer only), revoke one
+    by its ``token_key``, or revoke them all."""
+
+    lookup_field = "token_key"
+    lookup_value_regex = "[0-9A-Za-z_-]{1,25}"
+
+    @extend_schema(responses={200: ApiTokenSerializer(many=True)})
+    def list(self, request):
+        return Response(ApiTokenSerializer(tokens.api_tokens_of(user=request.user), many=True).data)
+
+    @extend_schema(request=None, responses={201: IssuedApiTokenSerializer})
+    def create(self, request):
+        issued = tokens.api_token_create(user=request.user)
+        body = {**ApiTokenSerializer(issued.token).data, "key": issued.key}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, token_key=None):
+        if not tokens.api_token_revoke(user=request.user, token_key=token_key):
+            raise NotFound(f"token {token_key}: not found")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=False, methods=["post"], url_path="revoke-all")
+    def revoke_all(self, request):
+        """Revoke every token of yours (this request's own token too)."""
+        tokens.api_tokens_revoke_all(user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

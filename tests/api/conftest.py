@@ -9,11 +9,11 @@ from rest_framework.test import APIClient
 
 def token_client(user) -> APIClient:
     """A client that authenticates as a script does: ``Authorization: Token <key>``."""
-    from teams.tokens import api_token_get_or_create
+    from teams.tokens import api_token_create
 
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_get_or_create(user=user).key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user).key}")
     return client
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.management import call_command
 from django.test import Client
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 
 from tests.api.conftest import errors_of
 
@@ -34,23 +34,29 @@ def test_session_auth_needs_csrf_for_writes(user, team, design, job):
     assert accepted.status_code == 201, accepted.content
 
 
-def test_account_page_creates_and_replaces_the_token(client, user):
+def test_account_page_shows_a_new_token_once_lists_and_revokes_it(client, user):
     client.force_login(user)
     page = client.get("/account/")
-    assert page.status_code == 200 and b"API token" in page.content and b"/api/docs/" in page.content
-    client.post("/account/", {"action": "create"})
-    first = Token.objects.get(user=user).key
-    assert first.encode() in client.get("/account/").content
-    client.post("/account/", {"action": "regenerate"})
-    assert Token.objects.get(user=user).key != first
+    assert page.status_code == 200 and b"API tokens" in page.content and b"/api/docs/" in page.content
+    created = client.post("/account/", {"action": "create"})
+    key = re.search(r'<code id="api-token">([0-9a-f]{64})</code>', created.content.decode()).group(1)
+    token = AuthToken.objects.get(user=user)
+    assert token.digest != key and key not in token.digest  # stored hashed
+    listed = client.get("/account/").content.decode()
+    assert key not in listed and f"{token.token_key}…" in listed  # the secret was shown once
+    assert client.get("/api/teams/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    client.post("/account/", {"action": "revoke", "token": token.token_key})
+    assert not AuthToken.objects.filter(user=user).exists()
+    assert client.get("/api/teams/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 401
 
 
-def test_api_token_command_prints_the_token_and_creates_it_once(user, capsys):
+def test_api_token_command_prints_a_new_token_that_authenticates(client, user, capsys):
     call_command("api_token", "alice")
     key = capsys.readouterr().out.strip()
-    assert key == Token.objects.get(user=user).key
-    call_command("api_token", "alice")
-    assert capsys.readouterr().out.strip() == key
+    assert client.get("/api/teams/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
+    call_command("api_token", "alice", "--regenerate")
+    assert capsys.readouterr().out.strip() != key
+    assert client.get("/api/teams/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 401
 
 
 def test_schema_and_docs_are_served_from_the_project(client, user):

@@ -136,7 +136,22 @@ REQUESTS = {
     ("DELETE", "/api/teams/{id}/members/{member}/"): lambda w, i: _json(
         f"/api/teams/{i or w['team']}/members/{w['member']}/"
     ),
+    ("GET", "/api/account/tokens/"): lambda w, _: _json("/api/account/tokens/"),
+    ("POST", "/api/account/tokens/"): lambda w, _: _json("/api/account/tokens/"),
+    # the newest token is the one this cell's client was just given (token_client): its own
+    ("DELETE", "/api/account/tokens/{token_key}/"): lambda w, _: _json(
+        f"/api/account/tokens/{_newest_token()}/"
+    ),
+    ("POST", "/api/account/tokens/revoke-all/"): lambda w, _: _json("/api/account/tokens/revoke-all/"),
 }
+
+
+def _newest_token() -> str:
+    from knox.models import AuthToken
+
+    newest = AuthToken.objects.order_by("-created").first()
+    return newest.token_key if newest else "none"
+
 
 ENDPOINTS = [
     Endpoint("GET", "/api/designs/", None, VIEW, list_model=Design),
@@ -176,6 +191,11 @@ ENDPOINTS = [
     Endpoint("POST", "/api/teams/{id}/members/", "team", MANAGE),
     Endpoint("PATCH", "/api/teams/{id}/members/{member}/", "team", MANAGE),
     Endpoint("DELETE", "/api/teams/{id}/members/{member}/", "team", MANAGE),
+    # a user's own tokens: anyone logged in, never another user's (tests/teams/test_api_tokens.py)
+    Endpoint("GET", "/api/account/tokens/", None, VIEW),
+    Endpoint("POST", "/api/account/tokens/", None, VIEW),
+    Endpoint("DELETE", "/api/account/tokens/{token_key}/", None, VIEW),
+    Endpoint("POST", "/api/account/tokens/revoke-all/", None, VIEW),
 ]
 
 #: Principals besides the roles: who they are and the actions they hold on team Alpha's objects.

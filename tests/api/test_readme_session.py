@@ -42,7 +42,7 @@ def test_readme_session_imports_runs_and_reads_a_result(live_server, catalog_db,
     from scenarios.services import run_execute
     from teams.permissions import ACTIONS
     from teams.services import team_create
-    from teams.tokens import api_token_get_or_create
+    from teams.tokens import api_token_create
     from tests.api.conftest import role_granting, set_role
 
     monkeypatch.setattr(queue, "enqueue_run", lambda run_id, task_id: run_execute(run_id=run_id))
@@ -51,7 +51,7 @@ def test_readme_session_imports_runs_and_reads_a_result(live_server, catalog_db,
     env = {
         **os.environ,
         "API": f"{live_server.url}/api",
-        "AUTH": f"Authorization: Token {api_token_get_or_create(user=demo).key}",
+        "AUTH": f"Authorization: Token {api_token_create(user=demo).key}",
     }
     script = "set -euo pipefail\n" + "\n".join(readme_session()) + "\n"
     done = subprocess.run(

@@ -46,12 +46,12 @@ def keep_the_test_connection():
 def fuzz_world(keep_the_test_connection, catalog_db, design, scenario, team, django_user_model):
     """Real objects for generated ids to land on, and a superuser's token (every door opens)."""
     from scenarios.models import Run
-    from teams.tokens import api_token_get_or_create
+    from teams.tokens import api_token_create
 
     root = django_user_model.objects.create_superuser("fuzz-root", password=None)
     run = Run.objects.create(scenario=scenario, kind="step", status="succeeded", progress=1.0)
     return {
-        "token": api_token_get_or_create(user=root).key,
+        "token": api_token_create(user=root).key,
         "ids": {"designs": design.pk, "scenarios": scenario.pk, "runs": run.pk, "teams": team.pk},
         "body_ids": {"design": design.pk, "scenario": scenario.pk, "team": team.pk},
     }

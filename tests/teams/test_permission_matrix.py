@@ -340,7 +340,7 @@ DOORS = [
     Door("teams:member-remove", "post", "member", "manage", ok=(302,)),
 ]
 #: Doors that are not the design/team/scenario apps' (the API's own tests cover the API).
-NOT_HERE = {"login", "logout", "account"}
+NOT_HERE = {"login", "logout", "account", "logout-everywhere"}
 
 
 def test_the_columns_are_the_permission_modules_roles():

@@ -42,8 +42,8 @@ def test_design_of_another_team_is_not_found(client, django_user_model, design):
 def test_demo_seed_gives_a_newcomer_designs_to_look_at(client, catalog_db):
     from django.core.management import call_command
 
-    call_command("demo_seed", verbosity=0)
-    call_command("demo_seed", verbosity=0)  # idempotent
-    assert client.login(username="demo", password="demo-twin-2026")
+    call_command("demo_seed", "--with-demo-user", verbosity=0)  # CI runs with REDIS_URL set
+    call_command("demo_seed", "--with-demo-user", verbosity=0)  # idempotent
+    assert client.post("/login/", {"username": "demo", "password": "demo-twin-2026"}).status_code == 302
     html = client.get(reverse("topology:design-list")).content.decode()
     assert html.count('<article class="card design-card">') == 3

@@ -1,4 +1,4 @@
-"""The one error shape of the API, for every status (400, 401, 403, 404, 405, 409, 413, 415):
+"""The one error shape of the API, for every status (400, 401, 403, 404, 405, 409, 413, 415, 503):
 
 ``{"errors": {"<field path>": ["<field path>: <message>", ...]}}``
 
@@ -11,9 +11,11 @@ echoed back whole.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, ValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -21,11 +23,25 @@ from rest_framework.views import set_rollback
 
 from utilities.errors import clip_message
 
+logger = logging.getLogger(__name__)
+
 NON_FIELD = "__all__"
 #: The code of a service ``ValidationError`` refusing a stale version (answered 409).
 CONFLICT_CODE = "conflict"
 #: The most messages one response lists (a list of 20,000 bad values gives 20,000 errors).
 MAX_MESSAGES = 50
+
+
+#: Seconds a client is told to wait (``Retry-After``) when the database cannot be reached.
+DATABASE_RETRY_AFTER_S = 5
+
+
+class DatabaseUnavailable(exceptions.APIException):
+    """The database is down or every pooled connection stayed busy past the pool's timeout: 503,
+    so a client retries instead of reading an HTML 500."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "the database is unavailable or busy; try again in a few seconds"
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -96,7 +112,13 @@ def api_exception_handler(exc, context):
         if _is_conflict(exc):  # optimistic concurrency: the version the client sent is stale
             return error_response({"version": [_prefixed("version", m) for m in exc.messages]}, 409)
         return error_response(validation_errors(exc), status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, RequestDataTooBig):
+    if isinstance(exc, OperationalError | InterfaceError):  # psycopg_pool's PoolTimeout included
+        logger.warning(
+            "API %s: database unavailable: %s", context["request"].path[:120], clip_message(str(exc))
+        )
+        exc = DatabaseUnavailable()
+        exc.wait = DATABASE_RETRY_AFTER_S
+    elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(f"body: more than the {_body_limit():,} bytes allowed")
     elif isinstance(exc, SuspiciousOperation):
         exc = exceptions.ParseError(f"body: {exc}")
