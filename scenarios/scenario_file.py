@@ -10,6 +10,8 @@ each message next to its field.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -202,3 +204,10 @@ def saved_scenario_checked(scenario, *, catalog=None):
     """The core ``CheckedScenario`` of a saved scenario (every section as saved), validated
     against ``catalog`` (today's when omitted): what a run's computation starts from."""
     return _checked(scenario.design, {"name": scenario.name, **sections_of(scenario)}, catalog)
+
+
+def scenario_revision(scenario) -> str:
+    """A short digest of what a saved scenario simulates (every section of ``SECTIONS``): the
+    scenario page posts the one it showed, and a run starts only if it is still the saved one."""
+    text = json.dumps(sections_of(scenario), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -28,6 +28,7 @@ from scenarios.services.runs import (
     run_start,
     runs_fail_orphaned_on_start,
     runs_reap_stale,
+    scenario_require_revision,
     stale_after_s,
 )
 from scenarios.services.scenarios import (
@@ -64,6 +65,7 @@ __all__ = [
     "scenario_dict",
     "scenario_duplicate",
     "scenario_from_yaml",
+    "scenario_require_revision",
     "scenario_to_dict",
     "scenario_to_yaml",
     "scenario_update",

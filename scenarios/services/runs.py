@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -19,7 +20,7 @@ from scenarios import broadcast, queue
 from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, RunChunk, Scenario
-from scenarios.scenario_file import saved_scenario_check
+from scenarios.scenario_file import saved_scenario_check, scenario_revision
 from teams.permissions import CHANGE, RUN, require
 
 logger = logging.getLogger(__name__)
@@ -48,20 +49,39 @@ def max_attempts() -> int:
     return settings.TWIN_RUN_MAX_ATTEMPTS
 
 
+#: What a run start answers when the scenario is no longer the one the page (or client) showed.
+STALE_SCENARIO = "the scenario changed since this page loaded; reload"
+
+
+def scenario_require_revision(*, scenario: Scenario, seen_revision: str | None) -> None:
+    """Refuse (``ValidationError`` code ``conflict``: the API's 409) when the saved scenario is no
+    longer the ``scenario_revision`` a page or client showed; ``None`` checks nothing."""
+    if seen_revision is not None and seen_revision != scenario_revision(scenario):
+        raise ValidationError(STALE_SCENARIO, code="conflict")
+
+
 def run_start(
-    *, scenario: Scenario, kind: str = "step", user, options: Mapping[str, Any] | None = None
+    *,
+    scenario: Scenario,
+    kind: str = "step",
+    user,
+    options: Mapping[str, Any] | None = None,
+    seen_revision: str | None = None,
 ) -> Run:
     """Queue a run of the scenario; its task is enqueued after the transaction commits.
 
     ``options`` are the kind's parameters, normalized by the kind (``scenarios.kinds``).
+    ``seen_revision`` is the ``scenario_revision`` the caller showed: a run starts only if the
+    saved scenario is still that one (nothing but what was on screen runs).
 
     Raises
     ------
     NotFound, Forbidden (``teams.permissions``), ValidationError (``{"kind": ...}``,
     ``{"options.<key>": ...}`` or the scenario's field paths when the catalog changed since it
-    was saved).
+    was saved; code ``conflict`` when ``seen_revision`` is stale).
     """
     require(scenario, user, RUN)
+    scenario_require_revision(scenario=scenario, seen_revision=seen_revision)
     spec = run_kind(kind)
     core = saved_scenario_check(scenario)
     clean_options = spec.clean_options(core, dict(options or {}), design=scenario.design)

@@ -26,6 +26,7 @@ from scenarios.views.runs import (
     search_apply_view,
 )
 from scenarios.views.scenarios import (
+    propose_layout,
     scenario_delete_view,
     scenario_detail,
     scenario_duplicate_view,
@@ -42,6 +43,7 @@ __all__ = [
     "design_import",
     "design_panel",
     "design_version_runs",
+    "propose_layout",
     "run_array_bytes",
     "run_cancel_view",
     "run_charts",
