@@ -181,7 +181,7 @@ def form_field(field: Field, *, catalog_choices: dict[str, list[str]]) -> forms.
         return forms.FloatField(**common)
     if field.kind == "choice" and field.key == "preset":
         presets = [(slug, preset.label) for slug, preset in MODEL_PRESETS.items()]
-        return forms.ChoiceField(choices=[("", "none: enter the model below"), *presets], **common)
+        return forms.ChoiceField(choices=[("", "none (inputs below)"), *presets], **common)
     if field.kind == "choice":
         return forms.ChoiceField(
             choices=[("", _default_label(field)), *((c, c) for c in field.choices)], **common
@@ -198,8 +198,14 @@ class ScenarioForm(forms.Form):
     """A scenario: name, description, job and what-if overrides (blank inputs keep the design's
     or the format's default)."""
 
-    name = forms.CharField(max_length=schema.MAX_NAME_LENGTH)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    name = forms.CharField(
+        max_length=schema.MAX_NAME_LENGTH, help_text="what the design page, the runs and comparisons call it"
+    )
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="the question this what-if asks, for your team",
+    )
 
     def __init__(self, *args, catalog_choices: dict[str, list[str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)

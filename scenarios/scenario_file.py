@@ -207,7 +207,9 @@ def saved_scenario_checked(scenario, *, catalog=None):
 
 
 def scenario_revision(scenario) -> str:
-    """A short digest of what a saved scenario simulates (every section of ``SECTIONS``): the
-    scenario page posts the one it showed, and a run starts only if it is still the saved one."""
-    text = json.dumps(sections_of(scenario), sort_keys=True, separators=(",", ":"), default=str)
+    """A short digest of a saved scenario as a page shows it (name, description and every section
+    of ``SECTIONS``): the scenario page posts the one it showed, and a run or a save goes ahead
+    only if it is still the saved one (a save that changes nothing keeps it)."""
+    shown = {"name": scenario.name, "description": scenario.description, **sections_of(scenario)}
+    text = json.dumps(shown, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

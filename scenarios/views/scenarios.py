@@ -217,7 +217,8 @@ def propose_layout(request, pk: int):
     try:
         proposal = layout_propose(design=design, job=job, what_if=form.what_if())
     except ValidationError as error:
-        return JsonResponse({"errors": {"__all__": [{"message": m} for m in error.messages]}}, status=400)
+        form.add_service_errors(error)
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
     fields = {}
     for key, value in (proposal.layout or {}).items():
         path = f"job.parallel.{key}" if key in PROPOSED_DEGREES else f"job.{key}"
