@@ -101,7 +101,8 @@ if (editor && editor.matches("[data-scenario-editor]") && runForms.length) {
   const snapshot = (form) => JSON.stringify([...new FormData(form).entries()]);
   const saved = snapshot(editor);
   const note = document.querySelector("[data-dirty-note]");
-  const isDirty = () => snapshot(editor) !== saved;
+  // An editor the server sent back with errors holds inputs that were never saved.
+  const isDirty = () => editor.hasAttribute("data-unsaved") || snapshot(editor) !== saved;
   const show = () => {
     const dirty = isDirty();
     if (note) note.hidden = !dirty;

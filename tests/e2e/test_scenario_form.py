@@ -155,6 +155,12 @@ def save_and_run_runs_the_edit(page, base: str, proposed: dict[str, str]) -> str
     assert page.is_hidden("[data-dirty-note]")
     shot(page, "scenario-form-edit")
 
+    page.fill("#id_micro_batch", "0")  # refused: nothing saved, nothing run, the edit kept
+    page.click("button[data-run-kind=step]")
+    page.wait_for_selector("[data-field=micro_batch].has-error")
+    assert page.input_value("#id_micro_batch") == "0"
+    assert page.inner_text("button[data-run-kind=step]").startswith("Save and run")
+    page.fill("#id_micro_batch", proposed["micro_batch"])
     page.fill("#id_tokens", "2e12")
     assert page.inner_text("button[data-run-kind=step]").startswith("Save and run")
     assert page.is_visible("[data-dirty-note]")

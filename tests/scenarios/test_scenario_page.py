@@ -118,7 +118,28 @@ def test_save_and_run_with_a_bad_input_saves_and_runs_nothing(client, user, scen
     scenario.refresh_from_db()
     assert scenario_revision(scenario) == before and not Run.objects.exists()
     html = response.content.decode()
-    assert 'value="3"' in html  # the editor keeps what the user typed, with the error
+    editor = re.search(r"<form[^>]*data-scenario-editor[^>]*>", html).group(0)
+    # The editor keeps what the user typed, with the error, marked unsaved (the run buttons
+    # save first), and saves to the scenario's URL, not to the run-start URL it was posted to.
+    assert 'value="3"' in html and "data-unsaved" in editor
+    assert f'action="{scenario.get_absolute_url()}"' in editor
+
+
+def test_save_and_run_with_bad_run_options_saves_nothing(client, user, scenario):
+    client.force_login(user)
+    before = scenario_revision(scenario)
+    edits = _editor_data(scenario, micro_batch=2)
+    data = _run_post(scenario, kind="sweep", save_first="1", **{"sweep-nodes": "0"}, **edits)
+    response = client.post(reverse("scenarios:run-start", args=[scenario.pk]), data)
+    assert response.status_code == 400
+    scenario.refresh_from_db()
+    assert scenario_revision(scenario) == before and not Run.objects.exists()
+
+
+def test_an_unchanged_page_is_not_marked_unsaved(client, user, scenario):
+    client.force_login(user)
+    html = client.get(scenario.get_absolute_url()).content.decode()
+    assert "data-unsaved" not in re.search(r"<form[^>]*data-scenario-editor[^>]*>", html).group(0)
 
 
 def test_save_and_run_refuses_a_stale_page_and_saves_nothing(client, user, scenario):
