@@ -16,6 +16,9 @@ from scenarios.scenario_file import field_of, scenario_dict
 #: Layout keys a proposal sets in ``job`` (the rest of the job is kept).
 PROPOSED_JOB_KEYS = ("micro_batch", "recompute", "zero")
 PROPOSED_DEGREES = ("tp", "pp", "dp", "cp", "ep", "vpp")
+#: Batches of the most promising layout shapes the quick search costs on the fabric: a proposal
+#: within about a second on thousands of GPUs (the full search is the "Layout search" run).
+QUICK_SHAPE_BATCHES = 4
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,9 @@ def layout_propose(
         raise ValidationError({field_of(message): message}) from None
     gpu = scenario_gpu(checked.scenario, catalog)
     context = RunContext(run=None, design=design, checked=checked, catalog=catalog, options={})
-    result = search_layouts(checked, catalog=catalog, fabric=context.fabric(), top_k=1)
+    result = search_layouts(
+        checked, catalog=catalog, fabric=context.fabric(), top_k=1, max_shape_batches=QUICK_SHAPE_BATCHES
+    )
     common = {"hbm_gib": float(gpu.hbm_gib), "gpu": gpu.slug, "gpus": gpus}
     if not result.best:
         reason = max(result.rejected, key=result.rejected.get) if result.rejected else "no layout"
