@@ -95,6 +95,13 @@ if (select) {
   showSource();
 }
 
+// The layout can be proposed again at any time (after a batch or cluster change).
+const proposeButton = editor?.querySelector("[data-propose-layout]");
+if (proposeButton && editor.dataset.proposeUrl) {
+  proposeButton.hidden = false;
+  proposeButton.addEventListener("click", () => proposeLayout(editor));
+}
+
 // Run what you see: the run buttons of the scenario page against the editor's saved state.
 const runForms = [...document.querySelectorAll("form.run-form")];
 if (editor && editor.matches("[data-scenario-editor]") && runForms.length) {

@@ -152,7 +152,7 @@ def save_and_run_runs_the_edit(page, base: str, proposed: dict[str, str]) -> str
     scenario_url = page.url
     assert layout(page) == proposed
     assert page.inner_text("button[data-run-kind=step]") == "Step time"
-    assert page.is_hidden("[data-dirty-note]")
+    assert page.is_hidden("[data-dirty-note]") and page.is_visible("[data-propose-layout]")
     shot(page, "scenario-form-edit")
 
     page.fill("#id_micro_batch", "0")  # refused: nothing saved, nothing run, the edit kept
@@ -207,5 +207,6 @@ def viewer_sees_why(page, base: str, scenario_url: str, proposed: dict[str, str]
     assert page.locator("button[data-run-kind]").count() == 0
     assert page.locator("[data-save], [data-duplicate], [data-delete-scenario]").count() == 0
     assert page.is_disabled("#id_tp") and page.input_value("#id_tp") == proposed["tp"]
+    assert page.is_hidden("[data-propose-layout]")
     shot(page, "scenario-form-viewer")
     assert not page.js_errors, page.js_errors
