@@ -28,7 +28,7 @@ function proposalQuery(form) {
   return query;
 }
 
-const GIB = (value) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+const GIB = (value) => (Number.isInteger(value) || value >= 100 ? value.toFixed(0) : value.toFixed(1));
 
 async function proposeLayout(form) {
   const note = form.querySelector("[data-layout-proposal]");

@@ -129,10 +129,15 @@ def new_form_proposes_a_layout(page) -> dict[str, str]:
 
     before = layout(page)
     assert (before["tp"], before["pp"]) == ("8", "1")
+    # The DeepSeek-style MoE preset fills the folded MoE part (it opens) and gets a fitting layout.
+    page.select_option("#id_preset", "deepseek-v3-style")
+    page.wait_for_selector("[data-layout-proposal].ok", timeout=30_000)
+    assert page.eval_on_selector("details[data-group='Mixture of experts']", "(d) => d.open")
+    assert page.input_value("#id_experts") == "256" and int(page.input_value("#id_ep")) > 1
     page.select_option("#id_preset", "llama3-405b")
     page.wait_for_selector("[data-layout-proposal].ok", timeout=30_000)
     note = page.inner_text("[data-layout-proposal]")
-    found = re.search(r"Layout proposed to fit: ([\d.]+) GiB per GPU of 80", note)
+    found = re.search(r"Layout proposed to fit: ([\d.]+) GiB per GPU of 80 \(h100-sxm, 128 GPUs", note)
     assert found and float(found.group(1)) <= 80, note
     proposed = layout(page)
     assert proposed != before and (proposed["tp"], proposed["pp"]) != ("8", "1"), proposed
