@@ -293,3 +293,17 @@ def test_a_folded_part_with_an_error_opens(client, user, scenario):
     response = client.post(scenario.get_absolute_url(), _editor_data(scenario, trials="0"))
     assert response.status_code == 400
     assert '<details class="form-group" data-group="Failures" open>' in response.content.decode()
+
+
+def test_a_folded_part_says_how_many_of_its_inputs_are_set(client, user, scenario):
+    scenario_update(scenario=scenario, user=user, failures={"trials": 10, "seed": 3})
+    client.force_login(user)
+    html = client.get(scenario.get_absolute_url()).content.decode()
+    failures = re.search(
+        r'<details class="form-group" data-group="Failures">\s*<summary>(.*?)</summary>', html, re.S
+    )
+    assert failures and '<span class="group-set">2 set</span>' in failures.group(1)
+    power = re.search(
+        r'<details class="form-group" data-group="Power">\s*<summary>(.*?)</summary>', html, re.S
+    )
+    assert power and "group-set" not in power.group(1)
