@@ -30,10 +30,13 @@ function proposalQuery(form) {
 
 const GIB = (value) => (Number.isInteger(value) || value >= 100 ? value.toFixed(0) : value.toFixed(1));
 
+let proposals = 0; // the latest request wins: an earlier answer arriving late is dropped
+
 async function proposeLayout(form) {
   const note = form.querySelector("[data-layout-proposal]");
   const url = form.dataset.proposeUrl;
   if (!note || !url) return;
+  const mine = ++proposals;
   note.hidden = false;
   note.className = "help layout-proposal pending";
   note.textContent = "Proposing a layout that fits this design's GPUs…";
@@ -46,10 +49,12 @@ async function proposeLayout(form) {
       throw new Error(messages.join(" ") || `status ${response.status}`);
     }
   } catch (error) {
+    if (mine !== proposals) return;
     note.className = "help layout-proposal bad";
     note.textContent = `No layout proposed: ${error.message}`;
     return;
   }
+  if (mine !== proposals) return;
   if (!body.layout) {
     note.className = "help layout-proposal bad";
     note.textContent = `No layout fits in ${GIB(body.hbm_gib)} GiB per GPU (${body.gpu}): ${body.reason}. Add servers or choose a smaller model.`;
@@ -61,7 +66,7 @@ async function proposeLayout(form) {
   }
   note.className = "help layout-proposal ok";
   note.textContent = `Layout proposed to fit: ${GIB(body.memory_gib_per_gpu)} GiB per GPU of ${GIB(body.hbm_gib)} `
-    + `(${body.gpu}, ${body.gpus.toLocaleString()} GPUs; the fastest layout the search found). Edit it freely.`;
+    + `(${body.gpu}, ${body.gpus.toLocaleString()} GPUs; from a quick layout search: a Layout search run ranks them all).`;
 }
 
 if (select) {
