@@ -184,6 +184,8 @@ def search_layouts(
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
+    if max_shape_batches is not None and max_shape_batches < 1:
+        raise ScenarioError(f"max_shape_batches: must be ≥ 1 (got {max_shape_batches})")
     scenario = checked_scenario(scenario, catalog).scenario
     job = scenario.job
     gpu = scenario_gpu(scenario, catalog)

@@ -4,7 +4,9 @@ returns is valid and fits, and given enough batches it is the exact search."""
 
 from __future__ import annotations
 
-from scenarios.sim import parse_scenario, search_layouts
+import pytest
+
+from scenarios.sim import ScenarioError, parse_scenario, search_layouts
 from scenarios.sim import search as search_module
 from tests.sim._fabrics import fabric
 from tests.sim._scenarios import scenario_dict
@@ -37,3 +39,8 @@ def test_quick_search_costs_one_batch_and_returns_a_valid_layout(catalog, monkey
     assert best["tp"] * best["pp"] * best["dp"] * best["cp"] == 16
     assert best["step_time_s"] >= exact.best[0]["step_time_s"] * (1 - 1e-12)
     assert (quick.candidates, quick.valid, quick.rejected) == (exact.candidates, exact.valid, exact.rejected)
+
+
+def test_quick_search_needs_at_least_one_batch(catalog):
+    with pytest.raises(ScenarioError, match=r"max_shape_batches: must be ≥ 1 \(got 0\)"):
+        search_layouts(_scenario(), catalog=catalog, fabric=fabric(2), max_shape_batches=0)
