@@ -10,6 +10,7 @@ rules themselves stay in the core: the form only shapes the data.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -73,6 +74,82 @@ FIELD_SPECS: dict[str, Field] = {
 }
 
 
+@dataclass(frozen=True)
+class FormGroup:
+    """A part of the editor: ``folded`` parts are ``<details>`` a newcomer can leave closed;
+    ``fieldsets`` are (legend, input names)."""
+
+    heading: str
+    folded: bool
+    fieldsets: tuple[tuple[str, tuple[str, ...]], ...]
+    summary: str = ""
+
+
+def _section_names(*sections: Section) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(
+        (s.label, tuple(PATH_FIELDS[f"{s.path}.{f.key}"] for f in s.fields if f.web)) for s in sections
+    )
+
+
+#: The editor's order: what a newcomer needs first (the model, the batch, the layout and the
+#: cluster what-ifs), then folded parts with plain headings. Every input appears exactly once
+#: (``tests/scenarios/test_forms.py`` holds it).
+FORM_GROUPS: tuple[FormGroup, ...] = (
+    FormGroup(
+        "Basics",
+        False,
+        (
+            (
+                "Model",
+                ("preset", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len", "mlp"),
+            ),
+            ("Batch", ("global_batch", "micro_batch", "precision", "tokens")),
+            ("Layout", ("tp", "pp", "dp", "cp", "ep", "vpp", "recompute", "zero")),
+            (
+                "Cluster what-ifs",
+                ("server", "gpu", "what_if_nodes", "nic_gbps", "oversubscription", "spine_capacity_scale"),
+            ),
+        ),
+    ),
+    FormGroup(
+        "Mixture of experts",
+        True,
+        _section_names(schema.MOE),
+        "experts per layer and per token; blank for a dense model",
+    ),
+    FormGroup(
+        "Advanced step options",
+        True,
+        (
+            ("Kernels and framework", ("attention", "overlap_dp", "framework")),
+            ("Placement and routing", ("job_nodes", "placement", "gpus_per_domain", "ecmp")),
+            (
+                "Stragglers",
+                ("straggler_spread", "slow_nodes", "slow_node_factor", "what_if_steps", "what_if_seed"),
+            ),
+        ),
+        "kernels, framework, placement, stragglers, routing",
+    ),
+    FormGroup(
+        "Failures",
+        True,
+        _section_names(
+            failures_section.FAILURES,
+            failures_section.CHECKPOINT,
+            failures_section.RATES,
+            failures_section.LEMONS,
+        ),
+        "what a failures run simulates: trials, restarts, checkpoints, hazard rates",
+    ),
+    FormGroup(
+        "Power",
+        True,
+        _section_names(power_section.POWER, power_section.POWER_GPU, power_section.POWER_STORAGE),
+        "what a power run simulates: window, resolution, staggering, caps, storage",
+    ),
+)
+
+
 def _help(field: Field) -> str:
     bounds = ""
     if field.kind in ("int", "float") and (field.lo is not None or field.hi is not None):
@@ -104,7 +181,7 @@ def form_field(field: Field, *, catalog_choices: dict[str, list[str]]) -> forms.
         return forms.FloatField(**common)
     if field.kind == "choice" and field.key == "preset":
         presets = [(slug, preset.label) for slug, preset in MODEL_PRESETS.items()]
-        return forms.ChoiceField(choices=[("", "none: enter the model below"), *presets], **common)
+        return forms.ChoiceField(choices=[("", "none (inputs below)"), *presets], **common)
     if field.kind == "choice":
         return forms.ChoiceField(
             choices=[("", _default_label(field)), *((c, c) for c in field.choices)], **common
@@ -121,14 +198,25 @@ class ScenarioForm(forms.Form):
     """A scenario: name, description, job and what-if overrides (blank inputs keep the design's
     or the format's default)."""
 
-    name = forms.CharField(max_length=schema.MAX_NAME_LENGTH)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    name = forms.CharField(
+        max_length=schema.MAX_NAME_LENGTH, help_text="what the design page, the runs and comparisons call it"
+    )
+    description = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="the question this what-if asks, for your team",
+    )
 
     def __init__(self, *args, catalog_choices: dict[str, list[str]] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         for name, field in FIELD_SPECS.items():
             self.fields[name] = form_field(field, catalog_choices=catalog_choices or {})
             self.fields[name].widget.attrs["data-path"] = FIELD_PATHS[name]
+
+    def read_only(self) -> None:
+        """Every input disabled: the editor of a user whose role may view but not change."""
+        for field in self.fields.values():
+            field.disabled = True
 
     def presets(self) -> dict[str, dict[str, Any]]:
         """``{slug: {"source", "fields": {input name: value}}}``: what picking a model preset
@@ -141,12 +229,32 @@ class ScenarioForm(forms.Form):
             out[slug] = {"source": preset.source, "fields": fields}
         return out
 
-    def fieldsets(self):
-        """(legend, [bound fields]) for the template, one per section."""
-        return [
-            (section.label, [self[PATH_FIELDS[f"{section.path}.{f.key}"]] for f in section.fields if f.web])
-            for section in FORM_SECTIONS
-        ]
+    def groups(self) -> list[dict[str, Any]]:
+        """The editor's parts for the template (``FORM_GROUPS``): ``{"heading", "folded", "summary",
+        "open" (a folded part with an error opens), "set" (inputs not blank), "fieldsets":
+        [(legend, [bound fields])]}``."""
+        out = []
+        for group in FORM_GROUPS:
+            fieldsets = [(legend, [self[name] for name in names]) for legend, names in group.fieldsets]
+            names = [name for _, names in group.fieldsets for name in names]
+            out.append(
+                {
+                    "heading": group.heading,
+                    "folded": group.folded,
+                    "summary": group.summary,
+                    "open": any(name in self.errors for name in names),
+                    "set": sum(1 for name in names if self._is_set(name)),
+                    "fieldsets": fieldsets,
+                }
+            )
+        return out
+
+    def _is_set(self, name: str) -> bool:
+        value = self[name].value()
+        spec = FIELD_SPECS[name]
+        if spec.kind == "bool":
+            return self.fields[name].to_python(value) != bool(spec.default)
+        return value not in (None, "", [])
 
     def clean(self):
         data = super().clean()

@@ -10,6 +10,8 @@ each message next to its field.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -214,3 +216,12 @@ def document_checked(document: Mapping[str, Any], *, catalog):
     except ScenarioError as exc:
         message = str(exc)
         raise ValidationError({field_of(message): message}) from None
+
+
+def scenario_revision(scenario) -> str:
+    """A short digest of a saved scenario as a page shows it (name, description and every section
+    of ``SECTIONS``): the scenario page posts the one it showed, and a run or a save goes ahead
+    only if it is still the saved one (a save that changes nothing keeps it)."""
+    shown = {"name": scenario.name, "description": scenario.description, **sections_of(scenario)}
+    text = json.dumps(shown, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

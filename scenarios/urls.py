@@ -18,6 +18,7 @@ urlpatterns = [
     path("scenarios/<pk:pk>/runs/", views.run_start_view, name="run-start"),
     path("scenarios/designs/<pk:pk>/floor-plan/", views.design_floor_plan, name="design-floor-plan"),
     path("scenarios/designs/<pk:pk>/panel/", views.design_panel, name="design-panel"),
+    path("scenarios/designs/<pk:pk>/propose-layout/", views.propose_layout, name="propose-layout"),
     path("scenarios/designs/<pk:pk>/export/", views.design_export, name="design-export"),
     path(
         "scenarios/designs/<pk:pk>/version-runs/",

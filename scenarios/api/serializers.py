@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from scenarios.choices import RunStatus
 from scenarios.models import Scenario
-from scenarios.scenario_file import SECTIONS
+from scenarios.scenario_file import SECTIONS, scenario_revision
 
 MAX_PK = 2**63 - 1
 
@@ -48,14 +48,20 @@ class ScenarioSerializer(SectionsMixin, serializers.ModelSerializer):
     """A saved scenario: its design and every section of its scenario file but the cluster."""
 
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    revision = serializers.SerializerMethodField(
+        help_text="digest of the saved sections; give it to POST /api/runs/ as scenario_revision"
+    )
 
     class Meta:
         model = Scenario
-        fields = ("id", "name", "description", "design", "created_by", "created", "updated")
+        fields = ("id", "name", "description", "design", "created_by", "created", "updated", "revision")
         read_only_fields = fields
 
     def section_options(self, key: str) -> dict:
         return {"read_only": True}
+
+    def get_revision(self, scenario) -> str:
+        return scenario_revision(scenario)
 
 
 class ScenarioCreateSerializer(SectionsMixin, serializers.Serializer):
@@ -95,6 +101,11 @@ class RunStartSerializer(serializers.Serializer):
     scenario = id_field()
     kind = serializers.CharField(default="step", help_text="a registered run kind (GET /api/kinds/)")
     options = serializers.DictField(default=dict, help_text="the kind's options (e.g. sweep: nodes)")
+    scenario_revision = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="the scenario's revision the client showed (GET /api/scenarios/{id}/): 409 if it changed",
+    )
 
 
 class FigureSerializer(serializers.Serializer):

@@ -148,7 +148,11 @@ class RunViewSet(mixins.ListModelMixin, TeamObjectViewSet):
         data = validated(RunStartSerializer, request.data)
         scenario = referenced(Scenario, request.user, data["scenario"], field="scenario", action=RUN)
         run = services.run_start(
-            scenario=scenario, kind=data["kind"], options=data["options"], user=request.user
+            scenario=scenario,
+            kind=data["kind"],
+            options=data["options"],
+            user=request.user,
+            seen_revision=data.get("scenario_revision"),
         )
         return Response(_run_json(run), status=status.HTTP_201_CREATED)
 

@@ -50,7 +50,10 @@ EVENT_SOURCES = (
 
 class PowerOptions(forms.Form):
     events = forms.ChoiceField(
-        required=False, choices=[("", "default (latest failures run)"), *EVENT_SOURCES], label="Job events"
+        required=False,
+        choices=[("", "default (latest failures run)"), *EVENT_SOURCES],
+        label="Job events",
+        help_text="the job's stops and restarts the power series replays, besides steady training",
     )
 
 

@@ -32,6 +32,7 @@ from scenarios.services.runs import (
     runs_fail_orphaned_on_start,
     runs_reap_stale,
     runs_redispatch_unheld,
+    scenario_require_revision,
     stale_after_s,
 )
 from scenarios.services.scenarios import (
@@ -72,6 +73,7 @@ __all__ = [
     "scenario_dict",
     "scenario_duplicate",
     "scenario_from_yaml",
+    "scenario_require_revision",
     "scenario_to_dict",
     "scenario_to_yaml",
     "scenario_update",

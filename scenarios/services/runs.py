@@ -21,7 +21,7 @@ from scenarios.choices import ACTIVE_STATUSES, ChunkState, RunStatus
 from scenarios.kinds import run_kind
 from scenarios.models import Run, RunChunk, Scenario
 from scenarios.provenance import RERUN_WITHOUT_INPUTS, RunInputs
-from scenarios.scenario_file import saved_scenario_check, scenario_to_dict
+from scenarios.scenario_file import saved_scenario_check, scenario_revision, scenario_to_dict
 from scenarios.selectors import design_changes_since
 from teams.permissions import CHANGE, RUN, require
 
@@ -51,22 +51,41 @@ def max_attempts() -> int:
     return settings.TWIN_RUN_MAX_ATTEMPTS
 
 
+#: What a run start answers when the scenario is no longer the one the page (or client) showed.
+STALE_SCENARIO = "the scenario changed since this page loaded; reload"
+
+
+def scenario_require_revision(*, scenario: Scenario, seen_revision: str | None) -> None:
+    """Refuse (``ValidationError`` code ``conflict``: the API's 409) when the saved scenario is no
+    longer the ``scenario_revision`` a page or client showed; ``None`` checks nothing."""
+    if seen_revision is not None and seen_revision != scenario_revision(scenario):
+        raise ValidationError(STALE_SCENARIO, code="conflict")
+
+
 def run_start(
-    *, scenario: Scenario, kind: str = "step", user, options: Mapping[str, Any] | None = None
+    *,
+    scenario: Scenario,
+    kind: str = "step",
+    user,
+    options: Mapping[str, Any] | None = None,
+    seen_revision: str | None = None,
 ) -> Run:
     """Queue a run of the scenario; its task is enqueued after the transaction commits.
 
     ``options`` are the kind's parameters, normalized by the kind (``scenarios.kinds``).
+    ``seen_revision`` is the ``scenario_revision`` the caller showed: a run starts only if the
+    saved scenario is still that one (nothing but what was on screen runs).
 
     Raises
     ------
     NotFound, Forbidden (``teams.permissions``), ValidationError (``{"kind": ...}``,
     ``{"options.<key>": ...}`` or the scenario's field paths when the catalog changed since it
-    was saved).
+    was saved; code ``conflict`` when ``seen_revision`` is stale).
     """
     from topology.selectors import catalog_load
 
     require(scenario, user, RUN)
+    scenario_require_revision(scenario=scenario, seen_revision=seen_revision)
     spec = run_kind(kind)
     catalog = catalog_load()
     core = saved_scenario_check(scenario, catalog=catalog)

@@ -152,6 +152,7 @@ def search_layouts(
     top_k: int = 10,
     on_progress=None,
     candidates: slice | None = None,
+    max_shape_batches: int | None = None,
 ) -> SearchResult:
     """Search the parallel layouts of ``scenario``'s job on its cluster.
 
@@ -171,6 +172,10 @@ def search_layouts(
         Search only this slice of the enumeration (``enumerate_candidates`` order), so that
         workers can split the space; ``merge_search_results`` of the slices' results equals the
         whole search (each slice's top K is exact for the slice; ties break by candidate index).
+    max_shape_batches : int, optional
+        A quick, approximate search: cost on the fabric only this many batches of the layout
+        shapes with the best lower bounds (``SHAPES_PER_BATCH`` shapes each), and return the best
+        of those. ``None`` (default) searches until the top K is exact.
 
     Returns
     -------
@@ -179,6 +184,8 @@ def search_layouts(
 
     if top_k < 1:
         raise ScenarioError(f"top: must be ≥ 1 (got {top_k})")
+    if max_shape_batches is not None and max_shape_batches < 1:
+        raise ScenarioError(f"max_shape_batches: must be ≥ 1 (got {max_shape_batches})")
     scenario = checked_scenario(scenario, catalog).scenario
     job = scenario.job
     gpu = scenario_gpu(scenario, catalog)
@@ -209,7 +216,7 @@ def search_layouts(
         ).expected_step_factor,
         scaleup_ranks=job_scaleup_ranks(fabric, placement),
     )
-    kept = _branch_and_bound(costing, c, index, table, top_k)
+    kept = _branch_and_bound(costing, c, index, table, top_k, max_batches=max_shape_batches)
     if on_progress is not None:
         on_progress(1.0, "done")
     best = _best(costing, c, kept, placement.world_size, top_k, offset)
@@ -273,21 +280,23 @@ def _free_comm(kind, op, size):
     return np.zeros(np.shape(size))
 
 
-def _branch_and_bound(costing: _Costing, c, index, table, top_k: int) -> list[tuple[np.ndarray, Any]]:
+def _branch_and_bound(
+    costing: _Costing, c, index, table, top_k: int, *, max_batches: int | None = None
+) -> list[tuple[np.ndarray, Any]]:
     """The evaluated (candidates, StepArrays) batches that hold the top K.
 
     Every step-time term is non-decreasing in the collective times, so the step with free
     communication is a lower bound. Layout shapes (tp, pp, dp, cp, ep) are costed on the fabric
-    in order of their best bound until no remaining shape can enter the top K; the others never
-    need routing.
+    in order of their best bound until no remaining shape can enter the top K (or after
+    ``max_batches`` batches: the quick search); the others never need routing.
     """
     bound = costing.evaluate(c, index, _free_comm)
     shape_id, bound_by_shape = _shapes(c, index, bound.step_time_s)
     order = np.argsort(bound_by_shape)
     kept, kept_step = [], []
     threshold = np.inf
-    for start in range(0, order.size, SHAPES_PER_BATCH):  # batches of shapes, not candidates
-        if bound_by_shape[order[start]] > threshold:
+    for batch_number, start in enumerate(range(0, order.size, SHAPES_PER_BATCH)):  # shapes, not candidates
+        if bound_by_shape[order[start]] > threshold or batch_number == max_batches:
             break
         chosen = np.isin(shape_id, order[start : start + SHAPES_PER_BATCH])
         batch = index[chosen]

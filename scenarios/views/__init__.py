@@ -29,6 +29,7 @@ from scenarios.views.runs import (
     search_apply_view,
 )
 from scenarios.views.scenarios import (
+    propose_layout,
     scenario_delete_view,
     scenario_detail,
     scenario_duplicate_view,
@@ -45,6 +46,7 @@ __all__ = [
     "design_import",
     "design_panel",
     "design_version_runs",
+    "propose_layout",
     "run_again_view",
     "run_array_bytes",
     "run_cancel_view",

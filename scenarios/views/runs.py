@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.text import slugify
@@ -23,14 +24,17 @@ from scenarios.services import run_cancel, run_delete, run_rerun, run_start, sce
 from scenarios.services.scenarios import document_to_yaml
 from scenarios.sim.format import schema
 from scenarios.views.doors import run_or_404, scenario_or_404
-from scenarios.views.scenarios import kind_forms, scenario_page
+from scenarios.views.scenarios import editor_form, kind_forms, scenario_page, scenario_save
 from teams.permissions import CHANGE, RUN, actions_on, require
 
 
 @login_required
 @require_POST
 def run_start_view(request, pk: int):
-    """Start a run of the posted kind; bad options are form errors on the scenario page."""
+    """Start a run of the posted kind of the scenario the page showed (its posted ``revision``;
+    409 if it changed since). With ``save_first`` the editor's fields were posted too: they are
+    saved and the saved scenario runs, both or neither. Bad options or fields are form errors
+    on the scenario page."""
     scenario = scenario_or_404(request.user, pk, RUN)
     try:
         kind = run_kind(request.POST.get("kind", ""))
@@ -38,19 +42,52 @@ def run_start_view(request, pk: int):
         messages.error(request, " ".join(error.messages))
         return redirect(scenario)
     options_form = kind.options_form(request.POST, prefix=kind.name)
-    if options_form.is_valid():
+    edit_form = None
+    if request.POST.get("save_first"):
+        edit_form = editor_form(scenario, request.POST)
+    status = 400
+    if options_form.is_valid() and (edit_form is None or edit_form.is_valid()):
         try:
-            run = run_start(
-                scenario=scenario,
-                kind=kind.name,
-                user=request.user,
-                options=kind.form_options(options_form.cleaned_data),
-            )
+            run = _save_and_start(request, scenario, kind, options_form, edit_form)
         except ValidationError as error:
-            _add_option_errors(options_form, error)
+            scenario.refresh_from_db()
+            status = _start_errors(error, options_form, edit_form)
         else:
             return redirect(run)
-    return scenario_page(request, scenario, run_forms=kind_forms(kind.name, options_form), status=400)
+    run_forms = kind_forms(kind.name, options_form)
+    return scenario_page(request, scenario, form=edit_form, run_forms=run_forms, status=status)
+
+
+def _save_and_start(request, scenario, kind, options_form, edit_form):
+    """Save the posted editor (if any) and start the run, in one transaction."""
+    seen = request.POST.get("revision") or None
+    with transaction.atomic():
+        if edit_form is not None:
+            scenario_save(request, scenario, edit_form)
+            seen = None  # checked before the save; the run is of what was just saved
+        return run_start(
+            scenario=scenario,
+            kind=kind.name,
+            user=request.user,
+            options=kind.form_options(options_form.cleaned_data),
+            seen_revision=seen,
+        )
+
+
+def _start_errors(error: ValidationError, options_form, edit_form) -> int:
+    """Put a refused start's errors where they belong; the page's status (409: stale scenario)."""
+    if getattr(error, "code", None) == "conflict":
+        options_form.add_error(None, error.messages[0])
+        return 409
+    if edit_form is not None and hasattr(error, "error_dict") and not _option_keys(error):
+        edit_form.add_service_errors(error)
+        return 400
+    _add_option_errors(options_form, error)
+    return 400
+
+
+def _option_keys(error: ValidationError) -> list[str]:
+    return [k for k in error.error_dict if k == "kind" or str(k).startswith("options")]
 
 
 def _add_option_errors(form, error: ValidationError) -> None:

@@ -9,25 +9,28 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from scenarios.forms import ScenarioForm, ScenarioImportForm, default_job
+from scenarios.forms import FIELD_SPECS, PATH_FIELDS, ScenarioForm, ScenarioImportForm, default_job
 from scenarios.kinds import registry
 from scenarios.models import Scenario
+from scenarios.scenario_file import scenario_revision
 from scenarios.services import (
     scenario_create,
     scenario_delete,
     scenario_duplicate,
     scenario_from_yaml,
+    scenario_require_revision,
     scenario_to_yaml,
     scenario_update,
 )
+from scenarios.services.layouts import PROPOSED_DEGREES, layout_propose
 from scenarios.views.doors import design_or_404, page_of, pk_or_404, scenario_or_404
 from teams.current import of_current_team
-from teams.permissions import CHANGE, VIEW, restrict
+from teams.permissions import CHANGE, RUN, VIEW, actions_on, restrict, team_roles
 from topology.models import Design, GpuType, ServerType
 
 #: Rows of a paged list of scenarios: lists that grow with use stay one screen.
@@ -89,13 +92,16 @@ def scenario_new(request):
     )
 
 
+def _new_job(design: Design) -> dict[str, Any]:
+    return default_job(gpus=int((design.summary or {}).get("gpus") or 8))
+
+
 def _new_initial(design: Design) -> dict[str, Any]:
-    gpus = int((design.summary or {}).get("gpus") or 8)
     taken = set(Scenario.objects.filter(design=design).values_list("name", flat=True))
     name, n = "Baseline", 2
     while name in taken:
         name, n = f"Scenario {n}", n + 1
-    return ScenarioForm.initial_from(name=name, job=default_job(gpus=gpus), what_if={})
+    return ScenarioForm.initial_from(name=name, job=_new_job(design), what_if={})
 
 
 def _initial(scenario: Scenario) -> dict[str, Any]:
@@ -109,6 +115,11 @@ def _initial(scenario: Scenario) -> dict[str, Any]:
     )
 
 
+def editor_form(scenario: Scenario, data=None) -> ScenarioForm:
+    """The editor of a saved scenario, bound to ``data`` (a POST) or showing the saved values."""
+    return ScenarioForm(data, catalog_choices=catalog_choices(), initial=_initial(scenario))
+
+
 def kind_forms(bound_kind: str | None = None, bound_form=None) -> list[tuple[Any, Any]]:
     """(kind, options form) of every registered kind; the one just posted stays bound."""
     return [
@@ -119,40 +130,100 @@ def kind_forms(bound_kind: str | None = None, bound_form=None) -> list[tuple[Any
 
 def scenario_page(request, scenario, *, form=None, run_forms=None, status: int = 200):
     """The scenario page: its runs, the run buttons with their options (``run_forms``, default
-    :func:`kind_forms` unbound) and the editor (``form``, default the saved scenario)."""
+    :func:`kind_forms` unbound) and the editor (``form``, default the saved scenario).
+
+    What the user's role does not allow is not offered: a viewer sees the editor read-only, no
+    run, save, duplicate or delete, and a line saying why. Every form posts the scenario's
+    revision it shows (``scenario_revision``), so a run or a save of a scenario changed since
+    the page loaded is refused."""
+    allowed = actions_on(scenario, request.user)
+    if form is None:
+        form = editor_form(scenario)
+    if CHANGE not in allowed:
+        form.read_only()
     context = {
         "scenario": scenario,
         "design": scenario.design,
-        "form": form
-        if form is not None
-        else ScenarioForm(catalog_choices=catalog_choices(), initial=_initial(scenario)),
+        "form": form,
         "run_forms": run_forms if run_forms is not None else kind_forms(),
         "runs": scenario.runs.all()[:50],
+        "revision": scenario_revision(scenario),
+        "can_change": CHANGE in allowed,
+        "can_run": RUN in allowed,
+        "role_note": _role_note(request.user, scenario, allowed),
     }
     return render(request, "scenarios/scenario_detail.html", context, status=status)
 
 
+def _role_note(user, scenario, allowed) -> str:
+    """Why a member without the editor's actions is offered no run, save or duplicate."""
+    if CHANGE in allowed and RUN in allowed:
+        return ""
+    team = scenario.design.team
+    role = team_roles(user).get(team.pk, "member")
+    return f"You are a {role} in team {team.name}; an editor can run this, save changes or duplicate it."
+
+
 @login_required
 def scenario_detail(request, pk: int):
-    """The scenario: its runs, run buttons, and the editor (POST saves it)."""
+    """The scenario: its runs, run buttons, and the editor (POST saves it, unless the scenario
+    changed since the page loaded: 409 and nothing saved)."""
     scenario = scenario_or_404(request.user, pk, CHANGE if request.method == "POST" else VIEW)
-    form = ScenarioForm(request.POST or None, catalog_choices=catalog_choices(), initial=_initial(scenario))
+    form = editor_form(scenario, request.POST or None)
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            scenario_update(
-                scenario=scenario,
-                user=request.user,
-                name=form.cleaned_data["name"],
-                description=form.cleaned_data["description"],
-                **form.sections(),
-            )
+            scenario_save(request, scenario, form)
         except ValidationError as error:
+            status = 409 if getattr(error, "code", None) == "conflict" else 400
             form.add_service_errors(error)
             scenario.refresh_from_db()
         else:
             messages.success(request, "Scenario saved.")
             return redirect(scenario)
-    return scenario_page(request, scenario, form=form, status=400 if form.errors else 200)
+    if form.errors and status == 200:
+        status = 400
+    return scenario_page(request, scenario, form=form, status=status)
+
+
+def scenario_save(request, scenario, form) -> None:
+    """Save the editor's valid ``form`` onto ``scenario`` if it is still the revision the page
+    posted (``ValidationError`` code ``conflict`` if not; field errors from the service)."""
+    scenario_require_revision(scenario=scenario, seen_revision=request.POST.get("revision") or None)
+    scenario_update(
+        scenario=scenario,
+        user=request.user,
+        name=form.cleaned_data["name"],
+        description=form.cleaned_data["description"],
+        **form.sections(),
+    )
+
+
+@login_required
+def propose_layout(request, pk: int):
+    """``GET ?preset=...&<editor inputs>``: the fastest layout of the job the editor shows (blank
+    inputs: the new-scenario defaults) that fits the design's GPUs, as JSON
+    (``services.layouts.LayoutProposal`` and ``fields``: the editor's inputs to fill)."""
+    design = design_or_404(request.user, pk)
+    data = request.GET.copy()
+    data.setdefault("name", "layout proposal")
+    for name, spec in FIELD_SPECS.items():  # an on/off input not sent keeps its default
+        if spec.kind == "bool" and name not in data:
+            data[name] = "true" if spec.default else "false"
+    form = ScenarioForm(data, catalog_choices=catalog_choices())
+    if not form.is_valid():
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
+    job = {**_new_job(design), **form.job()}
+    try:
+        proposal = layout_propose(design=design, job=job, what_if=form.what_if())
+    except ValidationError as error:
+        form.add_service_errors(error)
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
+    fields = {}
+    for key, value in (proposal.layout or {}).items():
+        path = f"job.parallel.{key}" if key in PROPOSED_DEGREES else f"job.{key}"
+        fields[PATH_FIELDS[path]] = value
+    return JsonResponse({**proposal.to_dict(), "fields": fields})
 
 
 @login_required

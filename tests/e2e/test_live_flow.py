@@ -76,6 +76,7 @@ def _create_scenario_and_run(page) -> None:
     page.click("[data-new-scenario]")
     page.wait_for_selector("form.scenario-form")
     page.fill("#id_name", "E2E what-if")
+    page.click("details[data-group='Advanced step options'] > summary")  # folded by default
     page.fill("#id_straggler_spread", "0.05")
     page.fill("#id_what_if_steps", SLOW_STEPS)
     page.click("text=Save scenario")

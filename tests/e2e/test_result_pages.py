@@ -58,6 +58,7 @@ def runs(browser, site):
         page.goto(scenario_url)
         page.click("[data-duplicate]")
         page.wait_for_selector("button[data-run-kind=step]")
+        page.click("details[data-group='Advanced step options'] > summary")  # folded by default
         page.fill("#id_straggler_spread", "0.05")
         page.click("text=Save changes")
         page.wait_for_selector("button[data-run-kind=step]")
@@ -340,6 +341,7 @@ def test_cancel_reads_cancelled_live_and_after_a_reload(wide, runs):
     wide.click("[data-duplicate]")
     wide.wait_for_selector("button[data-run-kind=step]")
     # 1e6 straggler steps: a run of several seconds, time to cancel it (as test_live_flow).
+    wide.click("details[data-group='Advanced step options'] > summary")  # folded by default
     wide.fill("#id_straggler_spread", "0.05")
     wide.fill("#id_what_if_steps", "1000000")
     wide.click("text=Save changes")

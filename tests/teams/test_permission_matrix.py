@@ -281,6 +281,7 @@ DOORS = [
     Door("scenarios:scenario-delete", "post", "scenario", "change", ok=(302,)),
     Door("scenarios:design-floor-plan", "get", "design", "view"),
     Door("scenarios:design-panel", "get", "design", "view"),
+    Door("scenarios:propose-layout", "get", "design", "view"),
     Door("scenarios:design-export", "get", "design", "view"),
     Door("scenarios:design-version-runs", "get", "design", "view"),
     Door("scenarios:design-import", "get", None, None),

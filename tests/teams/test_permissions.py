@@ -98,6 +98,7 @@ OBJECT_URLS = {
     "scenarios:run-start": "scenario",
     "scenarios:design-floor-plan": "design",
     "scenarios:design-panel": "design",
+    "scenarios:propose-layout": "design",
     "scenarios:run-detail": "run",
     "scenarios:run-state": "run",
     "scenarios:run-charts": "run",

@@ -145,8 +145,24 @@ FAILURES = Section(
     "failures",
     "Failures",
     (
-        Field("trials", "Monte Carlo trials", "int", default=1000, lo=1, hi=MAX_TRIALS),
-        Field("seed", "Seed", "int", default=0, lo=0, hi=2**63 - 1),
+        Field(
+            "trials",
+            "Monte Carlo trials",
+            "int",
+            default=1000,
+            lo=1,
+            hi=MAX_TRIALS,
+            help="simulated lives of the job; more trials, tighter intervals",
+        ),
+        Field(
+            "seed",
+            "Seed",
+            "int",
+            default=0,
+            lo=0,
+            hi=2**63 - 1,
+            help="of the failure draws: the same seed gives the same result",
+        ),
         Field(
             "window_days",
             "Fixed window",
@@ -160,9 +176,27 @@ FAILURES = Section(
         Field("steps", "Job length", "int", lo=1, hi=MAX_STEPS, unit="steps", help="blank = from job.tokens"),
         # Recovery and repair times: Dubey et al. (2024) publish none of them; assumed defaults.
         # Assumed: a heartbeat/watchdog notices a dead rank within a minute.
-        Field("detection_s", "Detection time", "float", default=60.0, lo=0.0, hi=MAX_SECONDS, unit="s"),
+        Field(
+            "detection_s",
+            "Detection time",
+            "float",
+            default=60.0,
+            lo=0.0,
+            hi=MAX_SECONDS,
+            unit="s",
+            help="from a failure to the job noticing it",
+        ),
         # Assumed: reschedule, container start, NCCL initialisation at 10k+ GPUs.
-        Field("restart_min", "Restart time", "float", default=10.0, lo=0.0, hi=1440.0, unit="min"),
+        Field(
+            "restart_min",
+            "Restart time",
+            "float",
+            default=10.0,
+            lo=0.0,
+            hi=1440.0,
+            unit="min",
+            help="to restart the job after a failure (reschedule, load, warm up)",
+        ),
         # Derived by default: bytes read / storage_gbytes_per_s.
         Field(
             "reload_s",
@@ -182,6 +216,7 @@ FAILURES = Section(
             lo_open=True,
             hi=MAX_STORAGE_GBYTES_PER_S,
             unit="GB/s",
+            help="of checkpoint writes and reads",
         ),
         Field(
             "spare_servers",
@@ -192,15 +227,49 @@ FAILURES = Section(
             help=f"beyond the design's idle ones; blank = {DEFAULT_SPARE_SERVERS}, or fewer on a smaller job",
         ),
         # Assumed: vendor RMA / on-site swap of a server part in two days.
-        Field("repair_hours", "Server repair time", "float", default=48.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field(
+            "repair_hours",
+            "Server repair time",
+            "float",
+            default=48.0,
+            lo=0.0,
+            hi=MAX_HOURS,
+            unit="h",
+            help="until a failed server is back in the pool",
+        ),
         # Assumed: an on-site spare switch swapped within a shift.
         Field(
-            "switch_repair_hours", "Switch repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"
+            "switch_repair_hours",
+            "Switch repair time",
+            "float",
+            default=4.0,
+            lo=0.0,
+            hi=MAX_HOURS,
+            unit="h",
+            help="until a failed switch is swapped for a spare",
         ),
         # Assumed: an optic or cable swapped within a shift.
-        Field("link_repair_hours", "Link repair time", "float", default=4.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field(
+            "link_repair_hours",
+            "Link repair time",
+            "float",
+            default=4.0,
+            lo=0.0,
+            hi=MAX_HOURS,
+            unit="h",
+            help="until a failed link (optic, cable) is swapped",
+        ),
         # Assumed: a breaker or whip replaced by the facility electrician.
-        Field("feed_repair_hours", "Feed repair time", "float", default=8.0, lo=0.0, hi=MAX_HOURS, unit="h"),
+        Field(
+            "feed_repair_hours",
+            "Feed repair time",
+            "float",
+            default=8.0,
+            lo=0.0,
+            hi=MAX_HOURS,
+            unit="h",
+            help="until a failed power feed is restored",
+        ),
         # Exponential gaps by default: the Poisson process both cited papers assume.
         Field(
             "weibull_shape",
@@ -240,7 +309,13 @@ CHECKPOINT = Section(
             unit="s",
             help="blank = state size / storage bandwidth",
         ),
-        Field("async", "Asynchronous save", "bool", default=False),
+        Field(
+            "async",
+            "Asynchronous save",
+            "bool",
+            default=False,
+            help="the job keeps training while a checkpoint is written",
+        ),
     ),
 )
 RATES = Section(
@@ -262,6 +337,7 @@ RATES = Section(
             default=SOFTWARE_PER_DAY,
             lo=0.0,
             hi=MAX_RATE_PER_DAY,
+            help="job crashes from software (NCCL hangs, bugs) per day of the job",
         ),
         Field(
             "maintenance_per_day",
@@ -270,6 +346,7 @@ RATES = Section(
             default=MAINTENANCE_PER_DAY,
             lo=0.0,
             hi=MAX_RATE_PER_DAY,
+            help="unplanned stops of the job per day (drains, urgent fixes)",
         ),
         Field(
             "planned_per_day",
@@ -278,6 +355,7 @@ RATES = Section(
             default=PLANNED_PER_DAY,
             lo=0.0,
             hi=MAX_RATE_PER_DAY,
+            help="planned stops of the job per day (upgrades, scheduled maintenance)",
         ),
     ),
 )
@@ -289,9 +367,26 @@ LEMONS = Section(
         Field(
             "fraction", "Lemon fraction", "float", default=0.0, lo=0.0, hi=0.5, help="of the job's servers"
         ),
-        Field("factor", "Lemon hazard factor", "float", default=10.0, lo=1.0, hi=1000.0),  # assumed
+        Field(
+            "factor",
+            "Lemon hazard factor",
+            "float",
+            default=10.0,
+            lo=1.0,
+            hi=1000.0,
+            help="how much more often a lemon server fails than a healthy one",
+        ),  # assumed
         # Assumed: an operator retires a node at its second failure.
-        Field("remove_after", "Retired after", "int", default=2, lo=1, hi=1000, unit="failures"),
+        Field(
+            "remove_after",
+            "Retired after",
+            "int",
+            default=2,
+            lo=1,
+            hi=1000,
+            unit="failures",
+            help="a lemon server leaves the pool after this many failures",
+        ),
     ),
 )
 
