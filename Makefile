@@ -34,13 +34,13 @@ run: seed  ## serve HTTP + WebSocket on $(HOST):$(PORT) (embedded worker unless 
 worker: install  ## a separate Celery worker (Redis mode)
 	$(BIN)/celery -A twin worker --loglevel INFO --concurrency 2
 
-# The whole suite in two stages: every test but the browser and worker ones on both cores, then
-# those one at a time (they start servers, workers and Chromium of their own, and share the Redis
-# broker's queue and the channel layer, which parallel sessions would cross). A stage that
-# PYTEST_ARGS leaves empty (pytest exit status 5) is not a failure.
+# The whole suite in two stages on both cores (pytest-xdist): every test but the browser and
+# worker ones, then those (they start their own servers, Celery workers and Chromium; each xdist
+# worker has Redis databases and a channel prefix of its own, tests/xdist_services.py). A stage
+# that PYTEST_ARGS leaves empty (pytest exit status 5) is not a failure.
 test: install  ## run the whole test suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
 	$(BIN)/python -m pytest -n 2 -m "not e2e and not integration" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(BIN)/python -m pytest -m "e2e or integration" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -n 2 -m "e2e or integration" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install  ## the tier to run while working (under 2 min): no slow, browser or worker tests, on every core
 	$(BIN)/python -m pytest -n auto -m "not slow and not e2e and not integration" $(PYTEST_ARGS)
