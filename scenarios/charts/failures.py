@@ -3,6 +3,7 @@ the checkpoint interval and the interruptions by category (the last two also com
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,7 +102,11 @@ def _lost_time_figure(summary: dict[str, Any]) -> go.Figure:
     lost = [(label, hours) for label, hours in lost if hours > 0]
     good_h = _time_s(summary, "goodput") / 3600.0
     total_h = good_h + sum(h for _, h in lost)
-    title = f"Lost time by cause (mean per run; {good_h:,.1f} h of {total_h:,.1f} h trained)"
+    # The figures go on a second, smaller line: in one line the title ran off a third-width cell.
+    title = (
+        "Lost time by cause<br><span style='font-size:11px;color:#5b6472'>"
+        f"mean per run; {good_h:,.1f} h of {total_h:,.1f} h trained</span>"
+    )
     figure = go.Figure(
         layout=figure_layout(
             title,
@@ -167,6 +172,12 @@ def interval_figure(summary: dict[str, Any]) -> go.Figure:
     return figure
 
 
+def _tick(label: str, width: int = 12) -> str:
+    """A category label wrapped on spaces into short lines: six slanted long labels ran off
+    the bottom of the chart."""
+    return "<br>".join(textwrap.wrap(label, width)) or label
+
+
 def interruptions_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) -> go.Figure:
     """Mean interruptions per run by category, one group of bars per run."""
     categories = sorted(
@@ -177,7 +188,7 @@ def interruptions_figure(labels: Sequence[str], summaries: Sequence[dict[str, An
         layout=figure_layout(
             "Interruptions by category (mean per run)",
             barmode="group",
-            xaxis={"automargin": True},
+            xaxis={"automargin": True, "tickangle": 0},
             yaxis={"title": {"text": "interruptions"}, "gridcolor": "#eee"},
         )
     )
@@ -186,7 +197,7 @@ def interruptions_figure(labels: Sequence[str], summaries: Sequence[dict[str, An
         figure.add_trace(
             go.Bar(
                 name=label,
-                x=[CATEGORY_LABELS.get(c, c) for c in categories],
+                x=[_tick(CATEGORY_LABELS.get(c, c)) for c in categories],
                 y=[by.get(c, 0.0) for c in categories],
                 marker_color=PALETTE[i % len(PALETTE)],
                 hovertemplate="%{y:,.1f}<extra>" + label + "</extra>",

@@ -128,7 +128,8 @@ def chart_fill(page) -> list[dict]:
 
 
 def chart_overlaps(page) -> list[dict]:
-    """Per chart, the pairs of its legend, title and axis titles whose boxes overlap."""
+    """Per chart, the pairs of its legend, title and axis titles whose boxes overlap, and a title
+    or tick labels that run outside the chart's box."""
     return page.evaluate(
         """() => {
           const box = (el) => el && el.getBoundingClientRect();
@@ -140,8 +141,14 @@ def chart_overlaps(page) -> list[dict]:
                            xtitle: box(el.querySelector('.g-xtitle text')),
                            ytitle: box(el.querySelector('.g-ytitle text'))};
             const pairs = [['legend', 'xtitle'], ['legend', 'ytitle'], ['legend', 'title']];
+            const cell = box(el);
+            // a title or a tick label running past the chart's own box is clipped by the page
+            const outside = (b) => b && b.width && (b.right > cell.right + 1 || b.bottom > cell.bottom + 1);
+            const ticks = Array.from(el.querySelectorAll('.xtick text, .ytick text'), box);
             return {id: el.dataset.chart,
-                    overlaps: pairs.filter(([a, b]) => hit(parts[a], parts[b])).map((p) => p.join('/'))};
+                    overlaps: [...pairs.filter(([a, b]) => hit(parts[a], parts[b])).map((p) => p.join('/')),
+                               ...(outside(parts.title) ? ['title/outside'] : []),
+                               ...(ticks.some(outside) ? ['ticks/outside'] : [])]};
           }).filter((c) => c.overlaps.length);
         }"""
     )
