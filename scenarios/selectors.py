@@ -46,9 +46,10 @@ def summary_figures(kind: str, summary: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def run_charts(*, run: Run) -> list[dict[str, Any]]:
-    """The charts of one run: its kind's, once it succeeded."""
+    """The charts of one run: its kind's, once it succeeded (or found the job infeasible: the
+    kind then draws what explains why, e.g. the memory that does not fit)."""
     spec = registry().get(run.kind)
-    if run.status != RunStatus.SUCCEEDED or spec is None:
+    if run.status not in (RunStatus.SUCCEEDED, RunStatus.INFEASIBLE) or spec is None:
         return []
     return spec.charts(run)
 

@@ -322,10 +322,17 @@ def run_merge(*, run_id: int) -> str:
 
 
 def run_finish(*, run: Run, output: RunOutput) -> str:
-    """Save a run's output (summary, arrays), mark it succeeded and publish partials + status.
+    """Save a run's output (summary, arrays), mark it succeeded -- or infeasible, with its
+    reasons in ``summary["infeasible"]``, when the output says the job cannot run -- and publish
+    partials + status. Returns the new status.
 
     A run cancelled meanwhile stays cancelled.
     """
+    summary = dict(output.summary)
+    status = RunStatus.SUCCEEDED
+    if output.infeasible:
+        status = RunStatus.INFEASIBLE
+        summary["infeasible"] = list(output.infeasible)
     with transaction.atomic():
         locked = Run.objects.select_for_update().filter(pk=run.pk, status=RunStatus.RUNNING).first()
         if locked is None:
@@ -337,10 +344,10 @@ def run_finish(*, run: Run, output: RunOutput) -> str:
             rows.append(RunArray(run=run, name=name, dtype=dtype, shape=shape, data=data))
         RunArray.objects.bulk_create(rows)
         Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.SUCCEEDED,
+            status=status,
             progress=1.0,
-            stage="done",
-            summary=json_safe(output.summary),
+            stage="done" if status == RunStatus.SUCCEEDED else "infeasible",
+            summary=json_safe(summary),
             finished=timezone.now(),
             heartbeat=timezone.now(),
         )
@@ -348,7 +355,7 @@ def run_finish(*, run: Run, output: RunOutput) -> str:
     for metric, values in output.rack_values.items():
         broadcast.publish_partial(run, metric=metric, values=values, summary=None, force=True)
     broadcast.publish_status(run)
-    return "succeeded"
+    return str(status)
 
 
 def run_fail(*, run: Run, error: str) -> str:

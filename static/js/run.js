@@ -53,7 +53,7 @@ function setStatus(next, label, error) {
   const badge = $("[data-status]");
   badge.className = `status ${next}`;
   badge.textContent = STATUS_LABELS[next] || label || next;
-  if (next === "cancelled" || next === "failed") $("[data-stage]").textContent = next;
+  if (next === "cancelled" || next === "failed" || next === "infeasible") $("[data-stage]").textContent = next;
   $(".progress").dataset.status = next;
   page.dataset.status = next;
   const box = $("[data-error]");
@@ -61,7 +61,7 @@ function setStatus(next, label, error) {
   box.hidden = !error;
   const cancel = $("[data-cancel-form]");
   if (cancel) cancel.hidden = isTerminal(next);
-  if (next === "succeeded" && !chartsLoaded) {
+  if ((next === "succeeded" || next === "infeasible") && !chartsLoaded) {
     chartsLoaded = true;
     fetchCharts(document.getElementById("charts"), urls.charts);
   }
@@ -93,7 +93,7 @@ const live = new LiveSocket(urls.live, {
     kind.partial?.(msg);
   },
   status: (msg) => {
-    if (msg.status === "succeeded") setProgress(1);
+    if (msg.status === "succeeded" || msg.status === "infeasible") setProgress(1);
     else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
     renderFigures($("[data-summary]"), msg.figures);
@@ -101,7 +101,7 @@ const live = new LiveSocket(urls.live, {
   },
 }, { stopWhen: (msg) => (msg.type === "status" || msg.type === "state") && isTerminal(msg.status ?? msg.run?.status) });
 if (!isTerminal(initial.status)) live.connect();
-else if (initial.status === "succeeded") setStatus("succeeded", initial.status_label, "");
+else if (initial.status === "succeeded" || initial.status === "infeasible") setStatus(initial.status, initial.status_label, "");
 
 // Cancel without leaving the page; the status message confirms it.
 $("[data-cancel-form]")?.addEventListener("submit", async (event) => {
