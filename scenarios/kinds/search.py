@@ -191,6 +191,10 @@ class SearchKind(RunKind):
         from scenarios.sim.search import SearchResult, merge_search_results
 
         merged = merge_search_results([SearchResult(**r) for r in results], top_k=context.options["top"])
+        if not merged.best:  # no layout passes the rules and fits: nothing to choose
+            rejected = ", ".join(f"{n:,} {why}" for why, n in merged.rejected.items() if n)
+            reason = f"no layout fits: of {merged.candidates:,} layouts, {rejected or 'none valid'}"
+            return RunOutput(summary={**merged.to_dict(), "own": None}, infeasible=[reason])
         return RunOutput(summary={**merged.to_dict(), "own": self._own_prediction(context)})
 
     def _own_prediction(self, context) -> dict[str, Any] | None:

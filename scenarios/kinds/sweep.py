@@ -75,6 +75,12 @@ class SweepKind(RunKind):
         Figure("best_time_to_train_gpus", "Fastest to train at", gpus),
         Figure("points", "Sweep points", count),
         Figure("failed_points", "Failed points", count),
+        Figure(
+            "infeasible_points",
+            "Points that do not fit",
+            count,
+            pick=lambda s: s.get("infeasible_points") or None,
+        ),
     )
 
     # --- options ------------------------------------------------------------------------------
@@ -147,7 +153,16 @@ class SweepKind(RunKind):
         """Order the points and derive speedup, per-GPU efficiency and the knee (exact: pure
         arithmetic on the chunk results, the same for any chunking)."""
         points = sorted((p for r in results for p in r["points"]), key=lambda p: p["index"])
-        ok = [p for p in points if not p["error"]]
+        ok = [p for p in points if usable(p)]
+        unfit = [p for p in points if p.get("infeasible")]
+        if unfit and not ok:  # no size can run the job: the run is infeasible, saying why
+            reasons = [f"{p['nodes']} nodes: {'; '.join(p['infeasible'])}" for p in unfit[:8]]
+            summary = {
+                "points": points,
+                "failed_points": len(points) - len(unfit),
+                "infeasible_points": len(unfit),
+            }
+            return RunOutput(summary=summary, infeasible=reasons)
         if points and not ok:  # nothing to show: the run failed, saying why each point did
             raise ScenarioError(
                 "every sweep point failed: "
@@ -174,7 +189,8 @@ class SweepKind(RunKind):
             "tokens": context.options["tokens"],
             "knee_gpus": knee,
             "best_time_to_train_gpus": best,
-            "failed_points": len(points) - len(ok),
+            "failed_points": len(points) - len(ok) - len(unfit),
+            "infeasible_points": len(unfit),
         }
         return RunOutput(summary=summary)
 
@@ -187,15 +203,22 @@ class SweepKind(RunKind):
 
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
-        figure = sweep_charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
+        points = [p for p in summary.get("points") or [] if usable(p)]
+        figure = sweep_charts.scaling_figure(points, knee_inside(summary))
         return [chart("scaling", "Scaling curve", figure)]
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []
 
 
+def usable(point: dict[str, Any]) -> bool:
+    """Whether a sweep point counts in the curve: computed, and its job fits (an infeasible
+    point is shown with its reason, never in the knee, the speedup or the fastest time)."""
+    return not point.get("error") and not point.get("infeasible")
+
+
 def _ok_gpus(summary: dict[str, Any]) -> list[int]:
-    return sorted(p["gpus"] for p in summary.get("points") or () if not p.get("error") and p.get("gpus"))
+    return sorted(p["gpus"] for p in summary.get("points") or () if usable(p) and p.get("gpus"))
 
 
 def knee_inside(summary: dict[str, Any]) -> int | None:
@@ -271,6 +294,14 @@ def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
             error = str(exc)
     if error:
         return {**point, "error": error}
+    if not result.feasible:  # its step time and throughput describe a job that cannot run
+        return {
+            **point,
+            "error": "",
+            "infeasible": list(result.infeasible),
+            "fits": False,
+            "memory_gib_per_gpu": result.memory_gib_per_gpu,
+        }
     return {
         **point,
         "dp": scenario.job.parallel.dp,
@@ -290,6 +321,7 @@ def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
 
 def _point_brief(point: dict[str, Any]) -> dict[str, Any]:
     keys = ("index", "nodes", "gpus", "step_time_s", "tokens_per_s", "mfu", "time_to_train_days", "error")
+    keys += ("infeasible",)
     return {k: point[k] for k in keys if k in point}
 
 

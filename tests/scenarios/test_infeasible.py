@@ -66,3 +66,44 @@ def test_feasible_step_run_still_succeeds(scenario, user):
     run.refresh_from_db()
     assert run.summary["feasible"] is True and run.summary["infeasible"] == []
     assert next(f["label"] for f in run_state(run=run)["figures"]) == "Step time"
+
+
+def test_sweep_point_that_does_not_fit_is_marked_and_never_counted(huge):
+    from scenarios.models import Scenario
+    from tests.scenarios.test_kinds import NullProgress, running_context
+
+    # ZeRO-3 shards the model state over dp: one node (dp 1) does not fit, four (dp 4) do.
+    Scenario.objects.filter(pk=huge.pk).update(job={**huge.job, "zero": 3})
+    huge.refresh_from_db()
+    spec, context = running_context(huge, "sweep", {"nodes": [1, 4]})
+    output = spec.execute(context, NullProgress())
+    one, four = output.summary["points"]
+    assert one["infeasible"][0].startswith("memory: ") and "step_time_s" not in one
+    assert "mfu" not in one and "tokens_per_s" not in one
+    assert not four.get("infeasible") and four["step_time_s"] > 0
+    assert output.summary["infeasible_points"] == 1 and output.summary["failed_points"] == 0
+    assert output.summary["best_time_to_train_gpus"] == four["gpus"] and four["efficiency"] == 1.0
+    assert not output.infeasible
+
+
+def test_sweep_where_no_point_fits_is_infeasible(huge):
+    from tests.scenarios.test_kinds import NullProgress, running_context
+
+    spec, context = running_context(huge, "sweep", {"nodes": [1, 2]})
+    output = spec.execute(context, NullProgress())
+    assert [r.split(":")[0] for r in output.infeasible] == ["1 nodes", "2 nodes"]
+    assert "memory: " in output.infeasible[0]
+
+
+def test_search_where_no_layout_fits_is_infeasible(design, user):
+    from scenarios.services import scenario_create
+    from tests.scenarios.test_kinds import NullProgress, running_context
+
+    model = {"layers": 128, "hidden": 20480, "heads": 160, "vocab": 51200, "seq_len": 4096}
+    job = {"model": model, "global_batch": 64, "micro_batch": 1, "parallel": {"tp": 8, "pp": 1, "dp": 4}}
+    scenario = scenario_create(design=design, name="far too big", job=job, what_if={}, user=user)
+    spec, context = running_context(scenario, "search", {})
+    output = spec.execute(context, NullProgress())
+    (reason,) = output.infeasible
+    assert reason.startswith("no layout fits: of ") and "does not fit in GPU memory" in reason
+    assert output.summary["best"] == []
