@@ -102,6 +102,22 @@ INFEASIBLE_FIGURES = (
 )
 
 
+class JobInfeasible(Exception):
+    """Raised by a kind that finds, before computing, that the job cannot run (its step does not
+    fit in HBM): the run ends ``infeasible`` with these reasons instead of figures of a job that
+    cannot run."""
+
+    def __init__(self, reasons):
+        self.reasons = list(reasons)
+        super().__init__("; ".join(self.reasons))
+
+
+def require_feasible(step) -> None:
+    """Raise :class:`JobInfeasible` when a core ``StepResult`` says the job cannot run."""
+    if step is not None and not step.feasible:
+        raise JobInfeasible(step.infeasible)
+
+
 class NoOptions(forms.Form):
     """A kind without options."""
 

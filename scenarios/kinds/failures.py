@@ -21,6 +21,7 @@ from scenarios.kinds.base import (
     int_option,
     percent,
     reject_unknown_options,
+    require_feasible,
 )
 from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
@@ -121,6 +122,7 @@ class FailuresKind(RunKind):
         from scenarios.sim.failures import failure_blocks, split_blocks
 
         study = self._study(context)
+        require_feasible(study.step)  # failures of a job that cannot run are no answer
         step_times = self._step_times(study)
         # The chunks (and the merge) rebuild the study from these step times: the same model,
         # spec and run arguments, so in this process they take this one.
@@ -152,6 +154,7 @@ class FailuresKind(RunKind):
 
         progress(0.0, "predicting the step time, healthy and degraded")
         study = self._study(context)
+        require_feasible(study.step)
         progress(0.2, f"simulating {study.spec.trials:,} trials")
         return self._output(context, run_failure_study(study))
 

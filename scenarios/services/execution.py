@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from scenarios import broadcast, queue
 from scenarios.choices import ChunkState, RunStatus
-from scenarios.kinds import RunContext, RunOutput, run_kind
+from scenarios.kinds import JobInfeasible, RunContext, RunOutput, run_kind
 from scenarios.models import Run, RunArray, RunChunk
 from scenarios.services.runs import MERGING, heartbeat_interval_s, stale_after_s
 from scenarios.storage import array_to_bytes
@@ -218,6 +218,8 @@ def run_execute(*, run_id: int) -> str:
                 return "split"
             output = spec.execute(context, RunProgress(run))
             return run_finish(run=run, output=output)
+    except JobInfeasible as exc:
+        return run_finish(run=run, output=RunOutput(summary={}, infeasible=exc.reasons))
     except RunCancelled:
         return "cancelled"
     except Exception as exc:

@@ -107,3 +107,14 @@ def test_search_where_no_layout_fits_is_infeasible(design, user):
     (reason,) = output.infeasible
     assert reason.startswith("no layout fits: of ") and "does not fit in GPU memory" in reason
     assert output.summary["best"] == []
+
+
+@pytest.mark.parametrize("kind", ["failures", "power"])
+def test_failures_and_power_of_a_job_that_does_not_fit_are_infeasible(huge, user, kind):
+    run = Run.objects.create(
+        scenario=huge, kind=kind, created_by=user, options={"chunks": 2} if kind == "failures" else {}
+    )
+    assert services.run_execute(run_id=run.pk) == "infeasible"
+    run.refresh_from_db()
+    assert run.status == RunStatus.INFEASIBLE and run.summary["infeasible"][0].startswith("memory: ")
+    assert not run.chunks.exists()  # nothing was split off to compute
