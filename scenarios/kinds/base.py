@@ -212,6 +212,16 @@ class RunKind:
         """The exact merge of every chunk's result (equal to ``execute``)."""
         raise NotImplementedError
 
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The run's partial result so far (``summary["partial"]`` while it runs) with one more
+        ``partial`` of ``progress.item_done`` folded in. The default keeps the newest values."""
+        return {**stored, **partial}
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        """``[{"key", "label", "text"}]`` of the partial result so far, as the run page shows it
+        while the run computes ("Best layout so far", "Trials so far"). None by default."""
+        return []
+
     # --- showing --------------------------------------------------------------------------------
 
     def summary_figures(self, summary: dict[str, Any], *, live_only: bool = False) -> list[dict[str, str]]:

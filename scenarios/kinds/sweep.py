@@ -144,10 +144,30 @@ class SweepKind(RunKind):
         out = []
         for index, nodes in chunk["points"]:
             progress.check_cancelled()
-            point = sweep_point(context, index, nodes)
+            point = sweep_point(context, index, nodes, on_progress=progress.poll)
             out.append(point)
             progress.item_done(total, f"{nodes} nodes done", partial={"point": _point_brief(point)})
         return {"points": out}
+
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The points done so far, by index (``{"points": [...]}``)."""
+        points = {p["index"]: p for p in stored.get("points") or []}
+        if partial.get("point"):
+            points[partial["point"]["index"]] = partial["point"]
+        return {"points": [points[i] for i in sorted(points)]}
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        points = partial.get("points") or []
+        if not points:
+            return []
+        done = [p for p in points if usable(p)]
+        out = [{"key": "points_done", "label": "Points done so far", "text": count(points)}]
+        if done:
+            fastest = min(done, key=lambda p: p.get("time_to_train_days") or float("inf"))
+            out.append(
+                {"key": "fastest_so_far", "label": "Fastest to train so far", "text": gpus(fastest["gpus"])}
+            )
+        return out
 
     def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
         """Order the points and derive speedup, per-GPU efficiency and the knee (exact: pure
@@ -279,8 +299,9 @@ def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
     return replace(scenario, cluster=cluster, job=new_job, what_if=replace(scenario.what_if, nodes=None)), ""
 
 
-def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
-    """One point of the scaling curve (a prediction on a freshly generated cluster)."""
+def sweep_point(context, index: int, nodes: int, on_progress=None) -> dict[str, Any]:
+    """One point of the scaling curve (a prediction on a freshly generated cluster);
+    ``on_progress`` is the core's callback (a cancel raises through it)."""
     from scenarios.sim.step.model import predict
 
     options = context.options
@@ -289,7 +310,7 @@ def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
     point: dict[str, Any] = {"index": index, "nodes": nodes, "gpus": nodes * per_server}
     if scenario is not None:
         try:
-            result = predict(scenario, catalog=context.catalog)
+            result = predict(scenario, catalog=context.catalog, on_progress=on_progress)
         except ValueError as exc:  # ScenarioError, FabricError: this size cannot be built
             error = str(exc)
     if error:

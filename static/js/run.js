@@ -67,10 +67,19 @@ function setStatus(next, label, error) {
   }
 }
 
+// The partial result so far (best layout, trials, points) while the run computes; the final
+// figures replace it.
+function setPartial(figures) {
+  const shown = Array.isArray(figures) && figures.length > 0 && !isTerminal(status);
+  $("[data-partial-panel]").hidden = !shown;
+  if (shown) renderFigures($("[data-partial]"), figures);
+}
+
 function applyState(run) {
   setProgress(run.progress, run.stage);
   setStatus(run.status, run.status_label, run.error);
   renderFigures($("[data-summary]"), run.figures);
+  setPartial(run.partial_figures);
   for (const [name, values] of Object.entries(run.rack_values || {})) floor.setValues(name, values);
   kind.state?.(run);
 }
@@ -90,6 +99,7 @@ const live = new LiveSocket(urls.live, {
   },
   partial: (msg) => {
     if (msg.values) floor.setValues(msg.metric, msg.values);
+    if (msg.figures) setPartial(msg.figures);
     kind.partial?.(msg);
   },
   status: (msg) => {
@@ -97,6 +107,7 @@ const live = new LiveSocket(urls.live, {
     else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
     renderFigures($("[data-summary]"), msg.figures);
+    setPartial(null);
     kind.status?.(msg);
   },
 }, { stopWhen: (msg) => (msg.type === "status" || msg.type === "state") && isTerminal(msg.status ?? msg.run?.status) });

@@ -27,7 +27,8 @@ export function init(page) {
 
   const showPoints = (summary) => { if (Array.isArray(summary?.points)) summary.points.forEach(showPoint); };
   return {
-    state: (run) => showPoints(run.summary),
+    // A page opened mid-run shows the points done so far (the run's stored partial result).
+    state: (run) => { showPoints(run.partial); showPoints(run.summary); },
     partial: (msg) => { if (msg.summary?.point) showPoint(msg.summary.point); },
     status: (msg) => showPoints(msg.summary),
   };
