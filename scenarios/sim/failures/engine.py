@@ -260,6 +260,10 @@ class _Simulation:
     # ---- main loop ------------------------------------------------------------------------
     def run(self, on_progress) -> LaneResults:
         steps = 0
+        if on_progress is not None:  # a batch of events for 100k trials takes seconds to draw
+            self.stream.on_draw = lambda: on_progress(
+                float(self.done.mean()), f"drawing events after {steps}"
+            )
         while not self.done.all():
             event = self.stream.next()
             lane_t = np.minimum(event["t"], self.never_s)[self.lane_trial]  # none left: "after the end"
