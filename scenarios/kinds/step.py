@@ -142,7 +142,7 @@ class StepKind(RunKind):
         )
         full = result.summary()
         summary = {key: full[key] for key in INFEASIBLE_KEYS}
-        summary["hbm_gib"] = (full.get("details") or {}).get("hbm_gib")
+        summary["hbm_gib"] = result.memory_gib_per_gpu + result.memory_headroom_gib  # the GPU's HBM
         keep = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "recompute", "zero", "memory_gib_per_gpu")
         summary["would_fit"] = {k: row[k] for k in keep} if row else None
         return RunOutput(summary=summary, infeasible=list(result.infeasible))
@@ -188,6 +188,8 @@ class StepKind(RunKind):
         ]
 
     def floor_metric(self, run) -> str:
+        if (run.summary or {}).get("infeasible"):  # no link or rack figures: the design's power
+            return "rack_power"
         if (run.scenario.what_if or {}).get("slow_nodes"):
             return SLOWDOWN.name
         return self.default_metric

@@ -61,6 +61,12 @@ function setStatus(next, label, error) {
   box.hidden = !error;
   const cancel = $("[data-cancel-form]");
   if (cancel) cancel.hidden = isTerminal(next);
+  // An infeasible run stores no racks' figures: show the first metric that has values (the
+  // design's), not an empty grey hall.
+  if (next === "infeasible" && !floor.current?.values) {
+    const shown = [...floor.metrics.values()].find((metric) => metric.values);
+    if (shown) floor.setMetric(shown.name);
+  }
   if ((next === "succeeded" || next === "infeasible") && !chartsLoaded) {
     chartsLoaded = true;
     fetchCharts(document.getElementById("charts"), urls.charts);
