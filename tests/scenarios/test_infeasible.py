@@ -118,3 +118,17 @@ def test_failures_and_power_of_a_job_that_does_not_fit_are_infeasible(huge, user
     run.refresh_from_db()
     assert run.status == RunStatus.INFEASIBLE and run.summary["infeasible"][0].startswith("memory: ")
     assert not run.chunks.exists()  # nothing was split off to compute
+
+
+def test_compare_shows_no_headline_figure_for_an_infeasible_run(huge, scenario, user):
+    from scenarios.selectors import compare_rows
+
+    ok = Run.objects.create(scenario=scenario, kind="step", created_by=user)
+    services.run_execute(run_id=ok.pk)
+    ok.refresh_from_db()
+    bad = _infeasible_run(huge, user)
+    rows = {row.label: [cell.text for cell in row.cells] for row in compare_rows([ok, bad]) if row.result}
+    for label in ("Step time", "MFU", "Time to train", "Tokens/s"):
+        if label in rows:
+            assert rows[label][1] == "—", (label, rows[label])
+    assert rows["MFU"][0] != "—"
