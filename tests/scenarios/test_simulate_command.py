@@ -225,3 +225,13 @@ def test_simulate_exit_status_of_an_infeasible_job_is_3(catalog_db, scenario_fil
     assert "would fit: tp" in captured.out
     assert captured.err.strip().startswith("CommandError: infeasible: gpt-small: memory: ")
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_simulate_search_where_no_layout_fits_exits_3(catalog_db, scenario_file, capsys):
+    model = {"layers": 128, "hidden": 20480, "heads": 160}
+    data = scenario_dict(cluster={"nodes": 1}, parallel={"dp": 1}, global_batch=8, model=model)
+    with pytest.raises(CommandError, match=r"^infeasible: gpt-small: no layout fits") as raised:
+        call_command("simulate", scenario_file(data), "--search", "--json")
+    assert raised.value.returncode == 3
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["feasible"] is False and payload["best"] == []
