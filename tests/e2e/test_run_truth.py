@@ -81,8 +81,13 @@ def test_run_of_a_job_that_does_not_fit_reads_infeasible(wide):
         assert wide.input_value("[data-metric-select]") == "rack_power"  # not an empty run metric
         wide.reload()
         wide.wait_for_selector("#run-page[data-status=infeasible]")
+    notice = wide.inner_text("[data-infeasible]")  # the page opened on a finished run
+    assert "This job cannot run as asked" in notice and reason in notice
+    assert wide.inner_text("[data-would-fit]").startswith("tp")
     shot(wide, "run-infeasible")
-    wide.goto(wide.url.split("/runs/")[0] + "/scenarios/")
+    wide.click("[data-apply-layout='0']")  # the layout that fits becomes a scenario, ready to run
+    wide.wait_for_selector("button[data-run-kind=step]")
+    assert "Saved the layout" in wide.inner_text("body")
     assert not wide.js_errors, wide.js_errors
 
 

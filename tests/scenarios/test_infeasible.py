@@ -132,3 +132,20 @@ def test_compare_shows_no_headline_figure_for_an_infeasible_run(huge, scenario, 
         if label in rows:
             assert rows[label][1] == "—", (label, rows[label])
     assert rows["MFU"][0] != "—"
+
+
+def test_infeasible_run_page_offers_the_layout_that_fits_and_applies_it(huge, user, client):
+    from scenarios.models import Scenario
+
+    run = _infeasible_run(huge, user)
+    client.force_login(user)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "This job cannot run as asked" in page and run.summary["infeasible"][0] in page
+    assert "data-apply-layout" in page
+    response = client.post(f"/runs/{run.pk}/apply-layout/", {"layout": "0"})
+    applied = Scenario.objects.exclude(pk=huge.pk).get()
+    assert response.status_code == 302 and response.url == applied.get_absolute_url()
+    would = run.summary["would_fit"]
+    assert applied.job["parallel"]["tp"] == would["tp"] and applied.job["parallel"]["pp"] == would["pp"]
+    again = Run.objects.create(scenario=applied, kind="step", created_by=user)
+    assert services.run_execute(run_id=again.pk) == "succeeded"
