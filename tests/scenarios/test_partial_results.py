@@ -68,3 +68,12 @@ def test_the_finished_summary_replaces_the_partial_result(scenario, user):
     assert services.run_execute(run_id=run.pk) == "succeeded"
     run.refresh_from_db()
     assert "partial" not in run.summary and run_state(run=run)["partial"] == {}
+
+
+def test_a_cancelled_run_keeps_no_partial_result(scenario, user, published):
+    spec, context = running_context(scenario, "sweep", {"nodes": [1, 2], "chunk_size": 2})
+    progress = services.RunProgress(context.run)
+    spec.compute_chunk(context, {"points": [[0, 1]]}, progress)
+    assert Run.objects.get(pk=context.run.pk).summary["partial"]["points"]
+    run = services.run_cancel(run=Run.objects.get(pk=context.run.pk), user=user)
+    assert run.summary == {} and run_state(run=run)["partial"] == {}
