@@ -6,7 +6,8 @@ JSON dicts with ``type`` first (see ``docs`` of the contract):
 
 - ``{"type": "progress", "run": id, "progress": 0.42, "stage": "...", "t": ms}``
 - ``{"type": "partial", "run": id, "metric": "link_util" | None, "values": [R] | None,
-  "summary": {...} | None, "t": ms}``
+  "summary": {...} | None, "t": ms}`` (plus ``"figures"``: the partial result so far, worded,
+  when a kind's computation published one)
 - ``{"type": "status", "run": id, "design": id, "status": "succeeded", "progress": 1.0,
   "stage": "...", "summary": {...brief...}, "error": "", "t": ms}``
 
@@ -245,9 +246,11 @@ def publish_partial(
     values: list[float] | None,
     summary: dict[str, Any] | None = None,
     force: bool = False,
+    figures: list[dict[str, str]] | None = None,
 ) -> None:
     """Publish partial results: a floor-plan metric's per-rack values (rounded, racks by pk)
-    and/or a few summary numbers (throttled together with progress, unless forced)."""
+    and/or a few summary numbers (throttled together with progress, unless forced); ``figures``
+    (``[{"key", "label", "text"}]``) word the run's partial result so far, when given."""
     message = {
         "type": "partial",
         "run": run.pk,
@@ -256,6 +259,8 @@ def publish_partial(
         "summary": summary,
         "t": _now_ms(),
     }
+    if figures is not None:
+        message["figures"] = figures
     # Sweep points are distinct results: each keeps its own pending slot (never coalesced).
     point = (summary or {}).get("point") or {}
     _throttle.publish(

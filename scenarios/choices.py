@@ -6,11 +6,17 @@ from django.db import models
 
 
 class RunStatus(models.TextChoices):
-    """Life cycle of a run: queued -> running -> succeeded | failed | cancelled."""
+    """Life cycle of a run: queued -> running -> succeeded | infeasible | failed | cancelled.
+
+    ``infeasible``: the computation finished and found that the job cannot run as asked (it
+    does not fit in HBM, no layout fits); its reasons are ``summary["infeasible"]`` and it has
+    no headline figures.
+    """
 
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
+    INFEASIBLE = "infeasible", "Infeasible"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
 
@@ -27,4 +33,4 @@ class ChunkState(models.TextChoices):
 #: Statuses of a run that may still change (the worker owns it).
 ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 #: Statuses after which nothing changes any more.
-FINAL_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+FINAL_STATUSES = (RunStatus.SUCCEEDED, RunStatus.INFEASIBLE, RunStatus.FAILED, RunStatus.CANCELLED)

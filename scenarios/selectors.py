@@ -57,9 +57,10 @@ def summary_figures(kind: str, summary: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def run_charts(*, run: Run) -> list[dict[str, Any]]:
-    """The charts of one run: its kind's, once it succeeded."""
+    """The charts of one run: its kind's, once it succeeded (or found the job infeasible: the
+    kind then draws what explains why, e.g. the memory that does not fit)."""
     spec = registry().get(run.kind)
-    if run.status != RunStatus.SUCCEEDED or spec is None:
+    if run.status not in (RunStatus.SUCCEEDED, RunStatus.INFEASIBLE) or spec is None:
         return []
     return spec.charts(run)
 
@@ -98,7 +99,9 @@ def run_state(*, run: Run) -> dict[str, Any]:
         "status_label", "progress", "stage", "error", "summary" (brief raw values), "figures"
         ([{"key", "label", "text"}] as shown), "design_version", "created", "started",
         "finished" (ISO 8601 or None), "duration_s", "active", "rack_values": {metric: [R
-        floats] for each run metric the run has stored}}``.
+        floats] for each run metric the run has stored}, "partial": the kind's partial result so
+        far while the run is active (its sweep points, best layout, trials; ``{}`` otherwise),
+        "partial_figures": that partial result worded ([{"key", "label", "text"}])}``.
     """
     rack_values = {}
     own_hall = not racks_aligned(run)
@@ -110,7 +113,15 @@ def run_state(*, run: Run) -> dict[str, Any]:
                 values = metric_values(name, design=run.scenario.design, run=run)
             if values is not None:
                 rack_values[name] = values
-    return {**run_state_brief(run=run), "rack_values": rack_values}
+    partial = ((run.summary or {}).get("partial") if run.is_active else None) or {}
+    spec = registry().get(run.kind)
+    figures = spec.partial_figures(partial) if spec is not None and partial else []
+    return {
+        **run_state_brief(run=run),
+        "rack_values": rack_values,
+        "partial": partial,
+        "partial_figures": figures,
+    }
 
 
 def design_run_states(*, design, limit: int = 20) -> list[dict[str, Any]]:

@@ -275,6 +275,10 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TWIN_CELERY_QUEUE", "celery")
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": float(os.environ.get("TWIN_BROKER_VISIBILITY_TIMEOUT_S", "300"))
 }
+if EMBEDDED_MODE:
+    # The in-memory broker is polled (kombu's default: every second); the in-process worker
+    # looks every 0.1 s, so the next run starts at once after the last one ends or is cancelled.
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.1
 
 # --- REST API (/api/, docs/api.md) ------------------------------------------------------------
 # Largest request body the API reads (413 past it); scenario files themselves stop at 1 MiB.

@@ -17,13 +17,14 @@ from importlib import import_module
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from scenarios.kinds.base import Figure, RunKind, RunOutput
+from scenarios.kinds.base import Figure, JobInfeasible, RunKind, RunOutput
 from scenarios.kinds.context import RunContext
 from scenarios.metrics import DESIGN_METRICS, Metric
 from utilities.errors import preview
 
 __all__ = [
     "Figure",
+    "JobInfeasible",
     "RunContext",
     "RunKind",
     "RunOutput",

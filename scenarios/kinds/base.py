@@ -63,11 +63,59 @@ class RunOutput:
         Large arrays stored as ``RunArray`` rows.
     rack_values : dict[str, list[float]]
         Floor-plan metric -> per-rack values (racks by pk) to stream as final partials.
+    infeasible : list[str]
+        Why the job cannot run as asked, one line each; non-empty makes the run ``infeasible``
+        (not succeeded), its reasons saved as ``summary["infeasible"]``. Its summary must then
+        hold no headline figure (step time, MFU, time to train) of the job that cannot run.
     """
 
     summary: dict[str, Any]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     rack_values: dict[str, list[float]] = field(default_factory=dict)
+    infeasible: list[str] = field(default_factory=list)
+
+
+def reasons_text(reasons: Any) -> str:
+    return "; ".join(reasons) if isinstance(reasons, list | tuple) else str(reasons)
+
+
+def would_fit_text(row: Any) -> str:
+    """``tp8 pp16 dp1 · mb1 · full · ZeRO-1 (62.0 GiB per GPU)`` of the layout that fits."""
+    from scenarios.charts.search import layout_label
+
+    if not isinstance(row, dict):
+        return "no layout fits"
+    return f"{layout_label(row)} ({row.get('memory_gib_per_gpu', 0):.1f} GiB per GPU)"
+
+
+def _would_fit(summary: dict[str, Any]) -> Any:
+    """The layout that fits of an infeasible run that searched one ("none" when none fits)."""
+    if not summary.get("infeasible") or "would_fit" not in summary:
+        return None
+    return summary["would_fit"] or "none"
+
+
+#: The figures an infeasible run shows first (every kind's run list headline is its first).
+INFEASIBLE_FIGURES = (
+    Figure("infeasible", "Infeasible", reasons_text, pick=lambda s: s.get("infeasible") or None),
+    Figure("would_fit", "Would fit", would_fit_text, pick=lambda s: _would_fit(s)),
+)
+
+
+class JobInfeasible(Exception):
+    """Raised by a kind that finds, before computing, that the job cannot run (its step does not
+    fit in HBM): the run ends ``infeasible`` with these reasons instead of figures of a job that
+    cannot run."""
+
+    def __init__(self, reasons):
+        self.reasons = list(reasons)
+        super().__init__("; ".join(self.reasons))
+
+
+def require_feasible(step) -> None:
+    """Raise :class:`JobInfeasible` when a core ``StepResult`` says the job cannot run."""
+    if step is not None and not step.feasible:
+        raise JobInfeasible(step.infeasible)
 
 
 class NoOptions(forms.Form):
@@ -164,12 +212,22 @@ class RunKind:
         """The exact merge of every chunk's result (equal to ``execute``)."""
         raise NotImplementedError
 
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The run's partial result so far (``summary["partial"]`` while it runs) with one more
+        ``partial`` of ``progress.item_done`` folded in. The default keeps the newest values."""
+        return {**stored, **partial}
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        """``[{"key", "label", "text"}]`` of the partial result so far, as the run page shows it
+        while the run computes ("Best layout so far", "Trials so far"). None by default."""
+        return []
+
     # --- showing --------------------------------------------------------------------------------
 
     def summary_figures(self, summary: dict[str, Any], *, live_only: bool = False) -> list[dict[str, str]]:
         """``[{"key", "label", "text"}]`` of the figures present in a summary."""
         out = []
-        for figure in self.figures:
+        for figure in (*INFEASIBLE_FIGURES, *self.figures):
             if live_only and not figure.live:
                 continue
             value = figure.value(summary)
@@ -181,7 +239,7 @@ class RunKind:
     def brief(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The raw values of the live figures and state keys (what state/status messages carry)."""
         out = {k: summary[k] for k in self.state_keys if k in summary}
-        for figure in self.figures:
+        for figure in (*INFEASIBLE_FIGURES, *self.figures):
             value = figure.value(summary) if figure.live else None
             if value is not None:
                 out[figure.key] = value

@@ -21,6 +21,7 @@ from scenarios.kinds.base import (
     int_option,
     percent,
     reject_unknown_options,
+    require_feasible,
 )
 from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
@@ -121,6 +122,7 @@ class FailuresKind(RunKind):
         from scenarios.sim.failures import failure_blocks, split_blocks
 
         study = self._study(context)
+        require_feasible(study.step)  # failures of a job that cannot run are no answer
         step_times = self._step_times(study)
         # The chunks (and the merge) rebuild the study from these step times: the same model,
         # spec and run arguments, so in this process they take this one.
@@ -133,11 +135,47 @@ class FailuresKind(RunKind):
 
         progress.check_cancelled()
         study = self._study(context, step_times=chunk["step_times"])
-        result = run_failure_chunk(study.model, study.spec, blocks=chunk["blocks"], **study.run_kwargs)
+        result = run_failure_chunk(
+            study.model, study.spec, blocks=chunk["blocks"], on_progress=progress.poll, **study.run_kwargs
+        )
+        blocks = result["blocks"]
+        partial = {
+            "blocks": len(blocks),
+            "trials": sum(b["trials"] for b in blocks),
+            "etr_sum": sum(b["sums"]["etr"] for b in blocks),
+            "wall_s_sum": sum(b["sums"]["wall_s"] for b in blocks),
+        }
         progress.item_done(
-            context.options["chunks"], f"trial blocks {chunk['blocks'][0]}–{chunk['blocks'][-1]} done"
+            context.options["chunks"],
+            f"trial blocks {chunk['blocks'][0]}–{chunk['blocks'][-1]} done",
+            partial=partial,
         )
         return {**result, "step_times": chunk["step_times"]}
+
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The trials simulated so far and their mean ETTR and wall time (``{"blocks", "trials",
+        "etr", "wall_time_days", ...sums}``): exact sums over the blocks done."""
+        keys = ("blocks", "trials", "etr_sum", "wall_s_sum")
+        out = {k: (stored.get(k) or 0) + (partial.get(k) or 0) for k in keys}
+        trials = max(out["trials"], 1)
+        return {
+            **out,
+            "etr": out["etr_sum"] / trials,
+            "wall_time_days": out["wall_s_sum"] / trials / 86_400.0,
+        }
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        if not partial.get("trials"):
+            return []
+        return [
+            {"key": "trials_so_far", "label": "Trials so far", "text": count(partial["trials"])},
+            {"key": "etr_so_far", "label": "ETTR so far", "text": percent(partial["etr"])},
+            {
+                "key": "wall_so_far",
+                "label": "Wall time so far (mean)",
+                "text": _days(partial["wall_time_days"]),
+            },
+        ]
 
     def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
         """Merge the blocks exactly, then re-simulate the representative trial for its log."""
@@ -152,8 +190,10 @@ class FailuresKind(RunKind):
 
         progress(0.0, "predicting the step time, healthy and degraded")
         study = self._study(context)
+        require_feasible(study.step)
         progress(0.2, f"simulating {study.spec.trials:,} trials")
-        return self._output(context, run_failure_study(study))
+        simulated = run_failure_study(study, on_progress=lambda f, stage: progress(0.2 + 0.75 * f, stage))
+        return self._output(context, simulated)
 
     def _output(self, context, result) -> RunOutput:
         summary = result.to_dict()

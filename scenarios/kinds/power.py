@@ -21,6 +21,7 @@ from scenarios.kinds.base import (
     options_error,
     percent,
     reject_unknown_options,
+    require_feasible,
 )
 from scenarios.metrics import Metric, rack_list
 from scenarios.storage import run_array
@@ -100,14 +101,23 @@ class PowerKind(RunKind):
         return {"events": events}
 
     def execute(self, context, progress) -> RunOutput:
+        from scenarios.sim.step.model import predict
         from scenarios.sim.studies import power_study
 
         progress(0.0, "predicting the step and its timeline")
         fabric = context.fabric()
+        step = predict(context.checked, catalog=context.catalog, fabric=fabric)
+        require_feasible(step)  # the draw of a job that cannot run is no answer
         events, source = self._events(context)
         progress(0.3, "simulating the power draw")
         result = power_study(
-            context.checked, catalog=context.catalog, plan=context.plan(), fabric=fabric, events=events
+            context.checked,
+            catalog=context.catalog,
+            plan=context.plan(),
+            fabric=fabric,
+            step=step,
+            events=events,
+            on_progress=lambda fraction, stage: progress(0.3 + 0.7 * fraction, stage),
         )
         summary = result.to_dict()
         summary["event_source"] = source

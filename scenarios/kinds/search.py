@@ -180,17 +180,50 @@ class SearchKind(RunKind):
             fabric=context.fabric(),
             top_k=context.options["top"],
             candidates=slice(chunk["start"], chunk["stop"]),
+            on_progress=progress.poll,
         )
+        partial = {"best": result.best[:1], "searched": result.candidates, "valid": result.valid}
         progress.item_done(
-            context.options["chunks"], f"candidates {chunk['start']:,}–{chunk['stop']:,} searched"
+            context.options["chunks"],
+            f"candidates {chunk['start']:,}–{chunk['stop']:,} searched",
+            partial=partial,
         )
         return result.to_dict()
+
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The best layout so far of the slices searched (``{"best": [row], "searched",
+        "valid"}``): the merge rule of the slices, applied to the ones done."""
+        rows = sorted(
+            [*(stored.get("best") or []), *(partial.get("best") or [])],
+            key=lambda row: (row["step_time_s"], row["memory_gib_per_gpu"], row["candidate"]),
+        )
+        return {
+            "best": rows[:1],
+            "searched": int(stored.get("searched") or 0) + int(partial.get("searched") or 0),
+            "valid": int(stored.get("valid") or 0) + int(partial.get("valid") or 0),
+        }
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        if not partial.get("searched"):
+            return []
+        out = [{"key": "searched", "label": "Layouts searched so far", "text": count(partial["searched"])}]
+        best = partial.get("best") or []
+        if best:
+            row = best[0]
+            label = search_charts.layout_label(row)
+            text = f"{label} · {seconds(row['step_time_s'])} · MFU {percent(row['mfu'])}"
+            out.insert(0, {"key": "best_so_far", "label": "Best layout so far", "text": text})
+        return out
 
     def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
         """The best ``top`` of all slices and the summed counts (``merge_search_results``)."""
         from scenarios.sim.search import SearchResult, merge_search_results
 
         merged = merge_search_results([SearchResult(**r) for r in results], top_k=context.options["top"])
+        if not merged.best:  # no layout passes the rules and fits: nothing to choose
+            rejected = ", ".join(f"{n:,} {why}" for why, n in merged.rejected.items() if n)
+            reason = f"no layout fits: of {merged.candidates:,} layouts, {rejected or 'none valid'}"
+            return RunOutput(summary={**merged.to_dict(), "own": None}, infeasible=[reason])
         return RunOutput(summary={**merged.to_dict(), "own": self._own_prediction(context)})
 
     def _own_prediction(self, context) -> dict[str, Any] | None:

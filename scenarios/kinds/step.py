@@ -60,6 +60,11 @@ def stored_timeline(run):
     )
 
 
+#: What the summary of an infeasible prediction keeps: the memory that does not fit and the
+#: job's size -- no step time, MFU, throughput or time to train of a job that cannot run.
+INFEASIBLE_KEYS = ("memory_gib_per_gpu", "fits", "memory_headroom_gib", "memory", "gpus", "feasible")
+
+
 class StepKind(RunKind):
     name = "step"
     label = "Step time"
@@ -88,6 +93,8 @@ class StepKind(RunKind):
         progress(0.0, "compiling fabric")
         fabric = context.fabric()
         result = predict(context.checked, catalog=context.catalog, fabric=fabric, on_progress=progress)
+        if not result.feasible:
+            return self._infeasible(context, result, progress)
         aligned = int(fabric.n_racks) == context.n_racks
         gpu_rack = np.asarray(fabric.gpu_rack)
         rack_slowdown = np.ones(int(fabric.n_racks))
@@ -121,9 +128,31 @@ class StepKind(RunKind):
             }
         return RunOutput(summary=summary, arrays=arrays, rack_values=rack_values)
 
+    def _infeasible(self, context, result, progress) -> RunOutput:
+        """The output of a job that cannot run: why, its memory, and the fastest layout of the
+        layout search that fits (``summary["would_fit"]``, None when none does)."""
+        from scenarios.sim.search import fitting_layout
+
+        progress(0.5, "does not fit: searching a layout that does")
+        row = fitting_layout(
+            context.checked,
+            catalog=context.catalog,
+            fabric=context.fabric(),
+            on_progress=lambda fraction, stage: progress(0.5 + 0.5 * fraction, stage),
+        )
+        full = result.summary()
+        summary = {key: full[key] for key in INFEASIBLE_KEYS}
+        summary["hbm_gib"] = result.memory_gib_per_gpu + result.memory_headroom_gib  # the GPU's HBM
+        keep = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "recompute", "zero", "memory_gib_per_gpu")
+        summary["would_fit"] = {k: row[k] for k in keep} if row else None
+        return RunOutput(summary=summary, infeasible=list(result.infeasible))
+
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
         label = f"#{run.pk}"
+        if summary.get("infeasible"):  # no step to break down: only the memory that does not fit
+            figure = step_charts.memory_figure([label], [summary], step_charts.hbm_gib(summary))
+            return [chart("memory", "Memory per GPU", figure)]
         out = [
             chart("breakdown", "Step-time breakdown", step_charts.breakdown_figure([label], [summary])),
         ]
@@ -159,6 +188,8 @@ class StepKind(RunKind):
         ]
 
     def floor_metric(self, run) -> str:
+        if (run.summary or {}).get("infeasible"):  # no link or rack figures: the design's power
+            return "rack_power"
         if (run.scenario.what_if or {}).get("slow_nodes"):
             return SLOWDOWN.name
         return self.default_metric

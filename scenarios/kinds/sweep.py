@@ -75,6 +75,12 @@ class SweepKind(RunKind):
         Figure("best_time_to_train_gpus", "Fastest to train at", gpus),
         Figure("points", "Sweep points", count),
         Figure("failed_points", "Failed points", count),
+        Figure(
+            "infeasible_points",
+            "Points that do not fit",
+            count,
+            pick=lambda s: s.get("infeasible_points") or None,
+        ),
     )
 
     # --- options ------------------------------------------------------------------------------
@@ -138,16 +144,45 @@ class SweepKind(RunKind):
         out = []
         for index, nodes in chunk["points"]:
             progress.check_cancelled()
-            point = sweep_point(context, index, nodes)
+            point = sweep_point(context, index, nodes, on_progress=progress.poll)
             out.append(point)
             progress.item_done(total, f"{nodes} nodes done", partial={"point": _point_brief(point)})
         return {"points": out}
+
+    def merge_partial(self, stored: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
+        """The points done so far, by index (``{"points": [...]}``)."""
+        points = {p["index"]: p for p in stored.get("points") or []}
+        if partial.get("point"):
+            points[partial["point"]["index"]] = partial["point"]
+        return {"points": [points[i] for i in sorted(points)]}
+
+    def partial_figures(self, partial: dict[str, Any]) -> list[dict[str, str]]:
+        points = partial.get("points") or []
+        if not points:
+            return []
+        done = [p for p in points if usable(p)]
+        out = [{"key": "points_done", "label": "Points done so far", "text": count(points)}]
+        if done:
+            fastest = min(done, key=lambda p: p.get("time_to_train_days") or float("inf"))
+            out.append(
+                {"key": "fastest_so_far", "label": "Fastest to train so far", "text": gpus(fastest["gpus"])}
+            )
+        return out
 
     def merge(self, context, results: list[dict[str, Any]]) -> RunOutput:
         """Order the points and derive speedup, per-GPU efficiency and the knee (exact: pure
         arithmetic on the chunk results, the same for any chunking)."""
         points = sorted((p for r in results for p in r["points"]), key=lambda p: p["index"])
-        ok = [p for p in points if not p["error"]]
+        ok = [p for p in points if usable(p)]
+        unfit = [p for p in points if p.get("infeasible")]
+        if unfit and not ok:  # no size can run the job: the run is infeasible, saying why
+            reasons = [f"{p['nodes']} nodes: {'; '.join(p['infeasible'])}" for p in unfit[:8]]
+            summary = {
+                "points": points,
+                "failed_points": len(points) - len(unfit),
+                "infeasible_points": len(unfit),
+            }
+            return RunOutput(summary=summary, infeasible=reasons)
         if points and not ok:  # nothing to show: the run failed, saying why each point did
             raise ScenarioError(
                 "every sweep point failed: "
@@ -174,7 +209,8 @@ class SweepKind(RunKind):
             "tokens": context.options["tokens"],
             "knee_gpus": knee,
             "best_time_to_train_gpus": best,
-            "failed_points": len(points) - len(ok),
+            "failed_points": len(points) - len(ok) - len(unfit),
+            "infeasible_points": len(unfit),
         }
         return RunOutput(summary=summary)
 
@@ -187,15 +223,22 @@ class SweepKind(RunKind):
 
     def charts(self, run) -> list[dict[str, Any]]:
         summary = run.summary or {}
-        figure = sweep_charts.scaling_figure(summary.get("points") or [], knee_inside(summary))
+        points = [p for p in summary.get("points") or [] if usable(p)]
+        figure = sweep_charts.scaling_figure(points, knee_inside(summary))
         return [chart("scaling", "Scaling curve", figure)]
 
     def compare_charts(self, runs: Sequence) -> list[dict[str, Any]]:
         return []
 
 
+def usable(point: dict[str, Any]) -> bool:
+    """Whether a sweep point counts in the curve: computed, and its job fits (an infeasible
+    point is shown with its reason, never in the knee, the speedup or the fastest time)."""
+    return not point.get("error") and not point.get("infeasible")
+
+
 def _ok_gpus(summary: dict[str, Any]) -> list[int]:
-    return sorted(p["gpus"] for p in summary.get("points") or () if not p.get("error") and p.get("gpus"))
+    return sorted(p["gpus"] for p in summary.get("points") or () if usable(p) and p.get("gpus"))
 
 
 def knee_inside(summary: dict[str, Any]) -> int | None:
@@ -256,8 +299,9 @@ def _sweep_job(scenario, nodes: int, batch: str, per_server: int):
     return replace(scenario, cluster=cluster, job=new_job, what_if=replace(scenario.what_if, nodes=None)), ""
 
 
-def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
-    """One point of the scaling curve (a prediction on a freshly generated cluster)."""
+def sweep_point(context, index: int, nodes: int, on_progress=None) -> dict[str, Any]:
+    """One point of the scaling curve (a prediction on a freshly generated cluster);
+    ``on_progress`` is the core's callback (a cancel raises through it)."""
     from scenarios.sim.step.model import predict
 
     options = context.options
@@ -266,11 +310,19 @@ def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
     point: dict[str, Any] = {"index": index, "nodes": nodes, "gpus": nodes * per_server}
     if scenario is not None:
         try:
-            result = predict(scenario, catalog=context.catalog)
+            result = predict(scenario, catalog=context.catalog, on_progress=on_progress)
         except ValueError as exc:  # ScenarioError, FabricError: this size cannot be built
             error = str(exc)
     if error:
         return {**point, "error": error}
+    if not result.feasible:  # its step time and throughput describe a job that cannot run
+        return {
+            **point,
+            "error": "",
+            "infeasible": list(result.infeasible),
+            "fits": False,
+            "memory_gib_per_gpu": result.memory_gib_per_gpu,
+        }
     return {
         **point,
         "dp": scenario.job.parallel.dp,
@@ -290,6 +342,7 @@ def sweep_point(context, index: int, nodes: int) -> dict[str, Any]:
 
 def _point_brief(point: dict[str, Any]) -> dict[str, Any]:
     keys = ("index", "nodes", "gpus", "step_time_s", "tokens_per_s", "mfu", "time_to_train_days", "error")
+    keys += ("infeasible",)
     return {k: point[k] for k in keys if k in point}
 
 

@@ -23,9 +23,10 @@ from django.utils import timezone
 
 from scenarios import broadcast, queue
 from scenarios.choices import ChunkState, RunStatus
-from scenarios.kinds import RunContext, RunOutput, run_kind
+from scenarios.kinds import JobInfeasible, RunContext, RunOutput, run_kind
 from scenarios.models import Run, RunArray, RunChunk
 from scenarios.services.runs import MERGING, heartbeat_interval_s, stale_after_s
+from scenarios.sim.format.errors import Cancelled
 from scenarios.storage import array_to_bytes
 from topology.caches import VersionedCache
 from utilities.jsonsafe import json_safe
@@ -33,8 +34,9 @@ from utilities.jsonsafe import json_safe
 logger = logging.getLogger(__name__)
 
 
-class RunCancelled(Exception):
-    """Raised inside a computation when its run was cancelled; unwinds the core quietly."""
+class RunCancelled(Cancelled):
+    """Raised inside a computation when its run was cancelled; unwinds the core quietly (it is
+    the core's ``Cancelled``, which every core lets through from its progress callback)."""
 
 
 class DesignChangedMeanwhile(Exception):
@@ -46,49 +48,79 @@ class RunProgress:
 
     Saves ``progress``/``stage`` at most twice a second, publishes through ``broadcast`` (which
     throttles to <= 10 messages/s per run), and raises :class:`RunCancelled` when the run was
-    cancelled meanwhile. ``span`` maps the core's 0..1 onto a slice of the run's progress.
+    cancelled meanwhile: it looks at most every ``CHECK_INTERVAL_S`` (one indexed read), so a
+    core calling back often stops within that of a cancel. ``span`` maps the core's 0..1 onto a
+    slice of the run's progress.
     """
 
     SAVE_INTERVAL_S = 0.5
+    CHECK_INTERVAL_S = 0.2
 
     def __init__(self, run: Run, *, start: float = 0.0, span: float = 1.0):
         self.run = run
         self.start = start
         self.span = span
         self._last_save = 0.0
+        self._last_check = time.monotonic()
 
     def __call__(self, fraction: float, stage: str = "") -> None:
         progress = min(1.0, max(0.0, self.start + self.span * float(fraction)))
         now = time.monotonic()
         if now - self._last_save >= self.SAVE_INTERVAL_S or fraction >= 1.0:
-            self._last_save = now
+            self._last_save = self._last_check = now
             updated = Run.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING).update(
                 progress=progress, stage=stage[:200], heartbeat=timezone.now()
             )
             if not updated:
                 raise RunCancelled(self.run.pk)
+        else:
+            self.poll()
         broadcast.publish_progress(self.run, progress, stage)
+
+    def poll(self, fraction: float = 0.0, stage: str = "") -> None:
+        """The cancellation check alone, at most every ``CHECK_INTERVAL_S`` (a core callback of a
+        chunk, whose share of the run's progress ``item_done`` counts); raises
+        :class:`RunCancelled`. Takes and ignores the core's ``(fraction, stage)``."""
+        if time.monotonic() - self._last_check >= self.CHECK_INTERVAL_S:
+            self.check_cancelled()
 
     def item_done(self, items_total: int, stage: str, partial: dict[str, Any] | None = None) -> None:
         """Count one finished item of ``items_total`` in the whole run and publish it.
 
         Adds ``1 / items_total`` in SQL (capped below 1 until the run finishes), so chunks on
-        different workers add up; ``partial`` goes out as a partial message's summary.
+        different workers add up. ``partial`` (a sweep point, a slice's best layout, a block of
+        trials) goes out as a partial message's summary and is folded into the run's stored
+        partial result (``summary["partial"]``, the kind's ``merge_partial``), which a page
+        opened mid-run reads from the run's state; the finished summary replaces it.
         """
-        updated = Run.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING).update(
-            progress=Least(F("progress") + 1.0 / max(items_total, 1), 0.99),
-            stage=stage[:200],
-            heartbeat=timezone.now(),
-        )
-        if not updated:
-            raise RunCancelled(self.run.pk)
+        with transaction.atomic():
+            running = Run.objects.select_for_update().filter(pk=self.run.pk, status=RunStatus.RUNNING)
+            row = running.values_list("pk", "summary").first()
+            if row is None:
+                raise RunCancelled(self.run.pk)
+            summary = row[1]
+            changes: dict[str, Any] = {}
+            merged: dict[str, Any] = {}
+            if partial is not None:
+                stored = (summary or {}).get("partial") or {}
+                merged = json_safe(run_kind(self.run.kind).merge_partial(stored, json_safe(partial)))
+                changes["summary"] = {**(summary or {}), "partial": merged}
+            running.update(
+                progress=Least(F("progress") + 1.0 / max(items_total, 1), 0.99),
+                stage=stage[:200],
+                heartbeat=timezone.now(),
+                **changes,
+            )
+        self._last_check = time.monotonic()
         progress = Run.objects.filter(pk=self.run.pk).values_list("progress", flat=True).first() or 0.0
         broadcast.publish_progress(self.run, progress, stage)
         if partial is not None:
-            broadcast.publish_partial(self.run, metric=None, values=None, summary=partial)
+            figures = run_kind(self.run.kind).partial_figures(merged)
+            broadcast.publish_partial(self.run, metric=None, values=None, summary=partial, figures=figures)
 
     def check_cancelled(self) -> None:
         """Raise :class:`RunCancelled` if the run is no longer running."""
+        self._last_check = time.monotonic()
         if not Run.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING).exists():
             raise RunCancelled(self.run.pk)
 
@@ -242,6 +274,8 @@ def run_execute(*, run_id: int) -> str:
                 return "split"
             output = spec.execute(context, RunProgress(run))
             return run_finish(run=run, output=output)
+    except JobInfeasible as exc:
+        return run_finish(run=run, output=RunOutput(summary={}, infeasible=exc.reasons))
     except RunCancelled:
         return "cancelled"
     except TRANSIENT_ERRORS:
@@ -352,10 +386,17 @@ def run_merge(*, run_id: int) -> str:
 
 
 def run_finish(*, run: Run, output: RunOutput) -> str:
-    """Save a run's output (summary, arrays), mark it succeeded and publish partials + status.
+    """Save a run's output (summary, arrays), mark it succeeded -- or infeasible, with its
+    reasons in ``summary["infeasible"]``, when the output says the job cannot run -- and publish
+    partials + status. Returns the new status.
 
     A run cancelled meanwhile stays cancelled.
     """
+    summary = dict(output.summary)
+    status = RunStatus.SUCCEEDED
+    if output.infeasible:
+        status = RunStatus.INFEASIBLE
+        summary["infeasible"] = list(output.infeasible)
     with transaction.atomic():
         locked = Run.objects.select_for_update().filter(pk=run.pk, status=RunStatus.RUNNING).first()
         if locked is None:
@@ -367,10 +408,10 @@ def run_finish(*, run: Run, output: RunOutput) -> str:
             rows.append(RunArray(run=run, name=name, dtype=dtype, shape=shape, data=data))
         RunArray.objects.bulk_create(rows)
         Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.SUCCEEDED,
+            status=status,
             progress=1.0,
-            stage="done",
-            summary=json_safe(output.summary),
+            stage="done" if status == RunStatus.SUCCEEDED else "infeasible",
+            summary=json_safe(summary),
             finished=timezone.now(),
             heartbeat=timezone.now(),
         )
@@ -378,7 +419,7 @@ def run_finish(*, run: Run, output: RunOutput) -> str:
     for metric, values in output.rack_values.items():
         broadcast.publish_partial(run, metric=metric, values=values, summary=None, force=True)
     broadcast.publish_status(run)
-    return "succeeded"
+    return str(status)
 
 
 def run_fail(*, run: Run, error: str) -> str:

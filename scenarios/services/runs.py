@@ -147,13 +147,14 @@ def run_rerun(*, run: Run, user) -> Run:
 def run_cancel(*, run: Run, user) -> Run:
     """Cancel a queued or running run (a final run is returned unchanged).
 
-    The status changes at once; the worker notices at its next progress step and stops, and a
-    queued task that has not started is revoked.
+    The status changes at once; the worker notices at its next progress step (at most ~0.2 s
+    later: the cores call back in their hot loops) and stops, and a queued task that has not
+    started is revoked. A cancelled run keeps no result, not even its partial one.
     """
     require(run, user, RUN)
     now = timezone.now()
     changed = Run.objects.filter(pk=run.pk, status__in=ACTIVE_STATUSES).update(
-        status=RunStatus.CANCELLED, finished=now, stage="cancelled"
+        status=RunStatus.CANCELLED, finished=now, stage="cancelled", summary={}
     )
     run.refresh_from_db()
     if changed:

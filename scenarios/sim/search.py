@@ -25,7 +25,7 @@ from scenarios.sim.step.memory import GIB, memory_per_gpu
 from scenarios.sim.step.model import build_fabric, job_scaleup_ranks, job_stragglers, scenario_gpu
 from scenarios.sim.step.network import comm_table
 
-__all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "search_layouts"]
+__all__ = ["REJECT_REASONS", "SearchResult", "enumerate_candidates", "fitting_layout", "search_layouts"]
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
 MAX_VPP = 8
@@ -216,7 +216,7 @@ def search_layouts(
         ).expected_step_factor,
         scaleup_ranks=job_scaleup_ranks(fabric, placement),
     )
-    kept = _branch_and_bound(costing, c, index, table, top_k, max_batches=max_shape_batches)
+    kept = _branch_and_bound(costing, c, index, table, top_k, on_progress, max_batches=max_shape_batches)
     if on_progress is not None:
         on_progress(1.0, "done")
     best = _best(costing, c, kept, placement.world_size, top_k, offset)
@@ -281,14 +281,16 @@ def _free_comm(kind, op, size):
 
 
 def _branch_and_bound(
-    costing: _Costing, c, index, table, top_k: int, *, max_batches: int | None = None
+    costing: _Costing, c, index, table, top_k: int, on_progress=None, *, max_batches: int | None = None
 ) -> list[tuple[np.ndarray, Any]]:
     """The evaluated (candidates, StepArrays) batches that hold the top K.
 
     Every step-time term is non-decreasing in the collective times, so the step with free
     communication is a lower bound. Layout shapes (tp, pp, dp, cp, ep) are costed on the fabric
     in order of their best bound until no remaining shape can enter the top K (or after
-    ``max_batches`` batches: the quick search); the others never need routing.
+    ``max_batches`` batches: the quick search); the others never need routing. ``on_progress``
+    is called after every batch of shapes (a callback raising ``Cancelled`` stops the search
+    there).
     """
     bound = costing.evaluate(c, index, _free_comm)
     shape_id, bound_by_shape = _shapes(c, index, bound.step_time_s)
@@ -306,6 +308,9 @@ def _branch_and_bound(
         steps = np.concatenate(kept_step)
         if steps.size >= top_k:
             threshold = np.partition(steps, top_k - 1)[top_k - 1]
+        if on_progress is not None:
+            done = min(order.size, start + SHAPES_PER_BATCH)
+            on_progress(0.3 + 0.7 * done / order.size, f"{done:,} of {order.size:,} layout shapes costed")
     return kept
 
 
@@ -390,3 +395,10 @@ def merge_search_results(results: list[SearchResult], *, top_k: int) -> SearchRe
         valid=sum(r.valid for r in results),
         rejected={reason: sum(r.rejected.get(reason, 0) for r in results) for reason in REJECT_REASONS},
     )
+
+
+def fitting_layout(scenario: Scenario | CheckedScenario, *, catalog, fabric=None, on_progress=None):
+    """The fastest layout of ``scenario``'s job that fits in memory and passes every rule (a
+    ``SearchResult.best`` row), or None when none does: what an infeasible job would run as."""
+    result = search_layouts(scenario, catalog=catalog, fabric=fabric, top_k=1, on_progress=on_progress)
+    return result.best[0] if result.best else None

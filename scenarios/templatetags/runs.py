@@ -1,11 +1,13 @@
 """Template filters of runs: ``{{ run|kind_label }}`` and ``{{ run|headline }}``, read from the
-kind registry through the selectors (the model does not import the registry), and a scenario
-setting's label and text (``{{ path|setting_label }}``, ``{{ value|setting_text }}``)."""
+kind registry through the selectors (the model does not import the registry), a scenario
+setting's label and text (``{{ path|setting_label }}``, ``{{ value|setting_text }}``) and
+``{{ row|layout_label }}`` (a parallel layout as the search names it)."""
 
 from __future__ import annotations
 
 from django import template
 
+from scenarios.charts.search import layout_label as _layout_label
 from scenarios.selectors import run_headline, run_kind_label, setting_label, setting_text
 
 register = template.Library()
@@ -33,3 +35,9 @@ def setting_label_filter(path: str) -> str:
 def setting_text_filter(value) -> str:
     """A setting's value as the compare page shows it (``scenarios.selectors.setting_text``)."""
     return setting_text(value)
+
+
+@register.filter
+def layout_label(row) -> str:
+    """``tp8 pp4 dp16 · mb2 · selective · ZeRO-1`` of a layout row (``charts.search.layout_label``)."""
+    return _layout_label(row) if isinstance(row, dict) else ""

@@ -209,11 +209,15 @@ def run_delete_view(request, pk: int):
 @login_required
 @require_POST
 def search_apply_view(request, pk: int):
-    """Save the layout ``layout`` (an index into the search's best layouts) as a what-if
-    scenario of the searched one, and open it (ready to run its step time)."""
+    """Save the layout ``layout`` (an index into the search's best layouts, or 0: the layout
+    that would fit of an infeasible run) as a what-if scenario of the searched one, and open it
+    (ready to run its step time)."""
     run = run_or_404(request.user, pk)
     require(run.scenario.design, request.user, CHANGE)
-    best = ((run.summary or {}).get("best") or []) if run.kind == "search" else []
+    summary = run.summary or {}
+    best = (summary.get("best") or []) if run.kind == "search" else []
+    if run.status == RunStatus.INFEASIBLE and summary.get("would_fit"):
+        best = [summary["would_fit"]]
     try:
         row = best[int(request.POST.get("layout", ""))]
     except (ValueError, IndexError):
@@ -226,7 +230,7 @@ def search_apply_view(request, pk: int):
         scenario = scenario_create(
             design=source.design,
             name=f"{run.scenario_name} · {layout_label(row)}"[: schema.MAX_NAME_LENGTH],
-            description=f"Layout found by layout search #{run.pk} of {run.scenario_name!r}.",
+            description=f"Layout found by the layout search of run #{run.pk} of {run.scenario_name!r}.",
             job=layout_job(sections["job"], row),
             what_if=sections.get("what_if") or {},
             failures=sections.get("failures") or {},

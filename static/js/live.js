@@ -2,7 +2,7 @@
 // "state" message the server sends first on every (re)connect. Messages are JSON objects whose
 // `type` selects the handler: state, progress, partial, status.
 
-const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+const TERMINAL = new Set(["succeeded", "infeasible", "failed", "cancelled"]);
 
 export function isTerminal(status) {
   return TERMINAL.has(status);

@@ -53,7 +53,7 @@ function setStatus(next, label, error) {
   const badge = $("[data-status]");
   badge.className = `status ${next}`;
   badge.textContent = STATUS_LABELS[next] || label || next;
-  if (next === "cancelled" || next === "failed") $("[data-stage]").textContent = next;
+  if (next === "cancelled" || next === "failed" || next === "infeasible") $("[data-stage]").textContent = next;
   $(".progress").dataset.status = next;
   page.dataset.status = next;
   const box = $("[data-error]");
@@ -61,16 +61,31 @@ function setStatus(next, label, error) {
   box.hidden = !error;
   const cancel = $("[data-cancel-form]");
   if (cancel) cancel.hidden = isTerminal(next);
-  if (next === "succeeded" && !chartsLoaded) {
+  // An infeasible run stores no racks' figures: show the first metric that has values (the
+  // design's), not an empty grey hall.
+  if (next === "infeasible" && !floor.current?.values) {
+    const shown = [...floor.metrics.values()].find((metric) => metric.values);
+    if (shown) floor.setMetric(shown.name);
+  }
+  if ((next === "succeeded" || next === "infeasible") && !chartsLoaded) {
     chartsLoaded = true;
     fetchCharts(document.getElementById("charts"), urls.charts);
   }
+}
+
+// The partial result so far (best layout, trials, points) while the run computes; the final
+// figures replace it.
+function setPartial(figures) {
+  const shown = Array.isArray(figures) && figures.length > 0 && !isTerminal(status);
+  $("[data-partial-panel]").hidden = !shown;
+  if (shown) renderFigures($("[data-partial]"), figures);
 }
 
 function applyState(run) {
   setProgress(run.progress, run.stage);
   setStatus(run.status, run.status_label, run.error);
   renderFigures($("[data-summary]"), run.figures);
+  setPartial(run.partial_figures);
   for (const [name, values] of Object.entries(run.rack_values || {})) floor.setValues(name, values);
   kind.state?.(run);
 }
@@ -90,18 +105,21 @@ const live = new LiveSocket(urls.live, {
   },
   partial: (msg) => {
     if (msg.values) floor.setValues(msg.metric, msg.values);
+    if (msg.figures) setPartial(msg.figures);
     kind.partial?.(msg);
   },
   status: (msg) => {
-    if (msg.status === "succeeded") setProgress(1, msg.stage || "done"); // not the last step's stage
+    // not the last step's stage
+    if (msg.status === "succeeded" || msg.status === "infeasible") setProgress(1, msg.stage || "done");
     else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
     renderFigures($("[data-summary]"), msg.figures);
+    setPartial(null);
     kind.status?.(msg);
   },
 }, { stopWhen: (msg) => (msg.type === "status" || msg.type === "state") && isTerminal(msg.status ?? msg.run?.status) });
 if (!isTerminal(initial.status)) live.connect();
-else if (initial.status === "succeeded") setStatus("succeeded", initial.status_label, "");
+else if (initial.status === "succeeded" || initial.status === "infeasible") setStatus(initial.status, initial.status_label, "");
 
 // Cancel without leaving the page; the status message confirms it.
 $("[data-cancel-form]")?.addEventListener("submit", async (event) => {

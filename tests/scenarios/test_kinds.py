@@ -19,6 +19,9 @@ class NullProgress:
     def check_cancelled(self):
         pass
 
+    def poll(self, fraction=0.0, stage=""):
+        pass
+
     def item_done(self, items_total, stage, partial=None):
         pass
 

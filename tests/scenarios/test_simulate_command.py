@@ -183,3 +183,55 @@ def test_simulate_on_a_database_without_a_catalog_says_how_to_set_it_up(tmp_path
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("CommandError: database: cannot read the hardware catalog (")
     assert reason in lines[0] and "`make run`" in lines[0]
+
+
+def _too_big():
+    model = {"layers": 80, "hidden": 8192, "heads": 64}
+    return scenario_dict(cluster={"nodes": 2}, parallel={"dp": 2}, global_batch=32, model=model)
+
+
+def test_simulate_json_of_a_job_that_does_not_fit_says_infeasible_and_exits_3(
+    catalog_db, scenario_file, capsys
+):
+    with pytest.raises(CommandError, match=r"^infeasible: gpt-small: memory: ") as raised:
+        call_command("simulate", scenario_file(_too_big()), "--json")
+    assert raised.value.returncode == 3
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["feasible"] is False
+    (reason,) = payload["infeasible"]
+    assert reason.startswith("memory: ") and "GiB per GPU needed, 80 GiB on a100" in reason
+    assert payload["would_fit"]["memory_gib_per_gpu"] <= 80
+
+
+def test_simulate_json_of_a_feasible_job_says_feasible(catalog_db, scenario_file, capsys):
+    call_command("simulate", scenario_file(scenario_dict()), "--json")
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["feasible"] is True and payload["infeasible"] == []
+
+
+def test_simulate_exit_status_of_an_infeasible_job_is_3(catalog_db, scenario_file, capsys, monkeypatch):
+    """From the command line (``run_from_argv``, what manage.py calls): status 3, the reasons
+    and the layout that would fit on stdout, one line on stderr."""
+    from django.db import connections
+
+    from scenarios.management.commands.simulate import Command
+
+    monkeypatch.setattr(connections, "close_all", lambda: None)  # keep the test database open
+    with pytest.raises(SystemExit) as exited:
+        Command().run_from_argv(["manage.py", "simulate", scenario_file(_too_big()), "--skip-checks"])
+    assert exited.value.code == 3
+    captured = capsys.readouterr()
+    assert "INFEASIBLE" in captured.out and "infeasible: memory: " in captured.out
+    assert "would fit: tp" in captured.out
+    assert captured.err.strip().startswith("CommandError: infeasible: gpt-small: memory: ")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_simulate_search_where_no_layout_fits_exits_3(catalog_db, scenario_file, capsys):
+    model = {"layers": 128, "hidden": 20480, "heads": 160}
+    data = scenario_dict(cluster={"nodes": 1}, parallel={"dp": 1}, global_batch=8, model=model)
+    with pytest.raises(CommandError, match=r"^infeasible: gpt-small: no layout fits") as raised:
+        call_command("simulate", scenario_file(data), "--search", "--json")
+    assert raised.value.returncode == 3
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["feasible"] is False and payload["best"] == []

@@ -1,5 +1,10 @@
 """``manage.py simulate job.yaml [--json] [--search [--top K]] [--failures [--trials N]] [--power]``:
-run the step-time core, and the failure and power simulations of the scenario on its cluster."""
+run the step-time core, and the failure and power simulations of the scenario on its cluster.
+
+Exit status: 0 when every scenario of the file can run, 3 when one cannot (infeasible: it does
+not fit in HBM, or no layout of a search does; ``--json`` says ``"feasible": false`` with the
+reasons under ``"infeasible"`` and the layout that would fit under ``"would_fit"``), 1 for a
+file or catalog that is not valid."""
 
 from __future__ import annotations
 
@@ -19,13 +24,21 @@ from scenarios.sim import (
     predict,
     search_layouts,
 )
+from scenarios.sim.search import fitting_layout
 from topology.fabric.specs import CatalogError
 from topology.selectors import catalog_load
 from utilities.errors import clip_message
 
+#: Exit status of a scenario that cannot run as asked (``"feasible": false``).
+EXIT_INFEASIBLE = 3
+
 
 class Command(BaseCommand):
-    help = "Predict the step time of a scenario file (or search its best parallel layouts)."
+    help = (
+        "Predict the step time of a scenario file (or search its best parallel layouts). Exits "
+        f"with status {EXIT_INFEASIBLE} when a job is infeasible (does not fit in GPU memory, or "
+        'no layout does): --json then says "feasible": false with the reasons under "infeasible".'
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("scenario", help="scenario YAML file (a `scenarios:` list runs all)")
@@ -58,6 +71,9 @@ class Command(BaseCommand):
         if options["json"]:
             payload = outputs[0] if len(outputs) == 1 else outputs
             self.stdout.write(json.dumps(payload, indent=2))
+        infeasible = [f"{out.get('name', '?')}: {reason}" for out in outputs for reason in out["infeasible"]]
+        if infeasible:
+            raise CommandError("infeasible: " + "; ".join(infeasible)[:900], returncode=EXIT_INFEASIBLE)
 
     @staticmethod
     def _catalog():
@@ -91,13 +107,22 @@ class Command(BaseCommand):
             result = search_layouts(scenario, catalog=catalog, top_k=options["top"])
             if not options["json"]:
                 self._print_search(scenario.name, result)
-            return {"name": scenario.name, **result.to_dict()}
+            reasons = [] if result.best else [f"no layout fits: {result.candidates:,} tried, none valid"]
+            return {"name": scenario.name, **result.to_dict(), "feasible": not reasons, "infeasible": reasons}
         if not (options["failures"] or options["power"]):
             result = predict(scenario, catalog=catalog)
+            out = self._with_would_fit(result.to_dict(arrays=options["arrays"]), scenario, catalog)
             if not options["json"]:
-                self._print_result(result)
-            return result.to_dict(arrays=options["arrays"])
+                self._print_result(result, out.get("would_fit"))
+            return out
         return self._studies(scenario, catalog, options)
+
+    @staticmethod
+    def _with_would_fit(out, scenario, catalog, fabric=None):
+        """An infeasible prediction's output with the layout search's fastest fitting layout."""
+        if out["feasible"]:
+            return out
+        return {**out, "would_fit": fitting_layout(scenario, catalog=catalog, fabric=fabric)}
 
     def _studies(self, scenario, catalog, options):
         """The step prediction, then the failure and/or power simulations on the same fabric."""
@@ -120,7 +145,7 @@ class Command(BaseCommand):
         fabric = compile_plan(plan)
         checked = check_scenario(scenario, catalog)  # once for the step and both studies
         step = predict(checked, catalog=catalog, fabric=fabric)
-        out = step.to_dict(arrays=options["arrays"])
+        out = self._with_would_fit(step.to_dict(arrays=options["arrays"]), checked, catalog, fabric)
         events = None
         if options["failures"]:
             failures = run_failure_study(
@@ -138,7 +163,7 @@ class Command(BaseCommand):
             power = power_study(checked, catalog=catalog, plan=plan, fabric=fabric, step=step, events=events)
             out["power"] = power.to_dict()
         if not options["json"]:
-            self._print_result(step)
+            self._print_result(step, out.get("would_fit"))
             self._print_studies(out)
         return out
 
@@ -166,9 +191,18 @@ class Command(BaseCommand):
             over = f"{len(p['feeds_over_limit'])} feeds over their limit, {len(p['racks_over_budget'])} racks"
             w(f"    {over} over budget")
 
-    def _print_result(self, r):
+    def _print_result(self, r, would_fit=None):
+        from scenarios.charts.search import layout_label
+
         w = self.stdout.write
-        w(f"{r.name}: {r.gpus:,} GPUs")
+        w(
+            f"{r.name}: {r.gpus:,} GPUs"
+            + ("" if r.feasible else " -- INFEASIBLE, the figures below cannot be had")
+        )
+        for reason in r.infeasible:
+            w(f"  infeasible: {reason}")
+        if not r.feasible:
+            w(f"  would fit: {layout_label(would_fit)}" if would_fit else "  would fit: no layout fits")
         w(f"  step time            {r.step_time_s:10.3f} s")
         w(f"  model TFLOP/s/GPU    {r.model_tflops_per_gpu:10.1f}   (MFU {r.mfu:.1%})")
         w(f"  hardware TFLOP/s/GPU {r.hardware_tflops_per_gpu:10.1f}")

@@ -7,6 +7,7 @@ however many other blocks run with it and however many steps they need.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import gamma
 
 import numpy as np
@@ -18,6 +19,8 @@ __all__ = ["BATCH_EVENTS", "BLOCK_TRIALS", "EventStream"]
 #: Events drawn per trial at a time (a fixed batch keeps every block's random stream the same
 #: however many steps other blocks need).
 BATCH_EVENTS = 128
+#: Blocks drawn (and decoded) between two calls of ``EventStream.on_draw``.
+DRAW_SLICE_BLOCKS = 16
 #: Trials per block (the unit of seeding, chunking and merging).
 BLOCK_TRIALS = 500
 
@@ -45,6 +48,9 @@ class EventStream:
         self.t_last = np.zeros(sum(block_trials) if columns is None else len(columns))
         self.position = 0
         self.batch = None
+        #: Called (no arguments) between the slices of a batch's draw: the engine's progress
+        #: callback, so a cancel stops a draw of many trials within a slice.
+        self.on_draw: Callable[[], None] | None = None
         if injected is not None:
             self.batch = injected
             self.position = 0
@@ -76,11 +82,15 @@ class EventStream:
             self._draw()
         k = self.position
         self.position += 1
-        return {key: value[k] for key, value in self.batch.items()}
+        if len(self.batch) == 1:
+            return {key: value[k] for key, value in self.batch[0].items()}
+        return {key: np.concatenate([part[key][k] for part in self.batch]) for key in self.batch[0]}
 
     def _draw(self) -> None:
         gaps, u1, u2 = [], [], []
-        for gen, count in zip(self.generators, self.block_trials, strict=True):
+        for i, (gen, count) in enumerate(zip(self.generators, self.block_trials, strict=True)):
+            if i % DRAW_SLICE_BLOCKS == DRAW_SLICE_BLOCKS - 1:
+                self._drawn()
             shape = (BATCH_EVENTS, BLOCK_TRIALS)
             if self.cfg.weibull_shape == 1.0:
                 gap = gen.standard_exponential(shape)
@@ -90,6 +100,7 @@ class EventStream:
             u1.append(gen.random(shape)[:, :count])
             if self.cfg.lemon_slots:  # the only use of a second uniform per event
                 u2.append(gen.random(shape)[:, :count])
+        self._drawn()
         gaps, u1 = np.concatenate(gaps, axis=1), np.concatenate(u1, axis=1)
         u2 = np.concatenate(u2, axis=1) if u2 else np.zeros_like(u1)
         if self.columns is not None:
@@ -99,8 +110,24 @@ class EventStream:
         else:
             times = np.full((BATCH_EVENTS, self.t_last.size), np.inf)
         self.t_last = times[-1]
-        self.batch = self._decode(times, *self._choose(u1), u2)
+        self._drawn()
+        self.batch = self._decoded_slices(times, u1, u2)
         self.position = 0
+
+    def _drawn(self) -> None:
+        if self.on_draw is not None:
+            self.on_draw()
+
+    def _decoded_slices(self, times, u1, u2) -> list[dict]:
+        """The batch decoded in slices of trials (columns; the decoding is element-wise, so the
+        same events), with ``on_draw`` called between slices; ``next`` joins one row of each."""
+        width = DRAW_SLICE_BLOCKS * BLOCK_TRIALS
+        parts = []
+        for start in range(0, times.shape[1], width):  # slices of thousands of trials
+            cut = slice(start, start + width)
+            parts.append(self._decode(times[:, cut], *self._choose(u1[:, cut]), u2[:, cut]))
+            self._drawn()
+        return parts
 
     def _choose(self, u1: np.ndarray):
         """Class (by cumulative rate) and member (uniform within it) of uniforms ``u1``."""

@@ -13,3 +13,12 @@ from utilities.errors import InputError
 
 class ScenarioError(InputError):
     """A scenario is malformed; the message names the field and the rule in one line."""
+
+
+class Cancelled(Exception):
+    """Raised by a core's progress callback to stop the computation (the run was cancelled).
+
+    Every core's ``on_progress(fraction, message)`` may raise it; the core lets it propagate,
+    so the caller unwinds at the next callback. It is not a ``ValueError``: no core mistakes a
+    stop request for bad input.
+    """

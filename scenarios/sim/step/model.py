@@ -240,6 +240,7 @@ def _result(scenario, gpu, arrays, simulated: _SimulatedStep, comm, fabric, plac
         tokens_per_s=tokens_per_s,
         memory_gib_per_gpu=total_gib,
         fits=total_gib <= gpu.hbm_gib,
+        infeasible=memory_infeasible(total_gib, gpu),
         memory_headroom_gib=float(arrays.memory["headroom"]) / GIB,
         hidden={k: float(np.asarray(v)) for k, v in arrays.hidden.items()},
         memory={k: float(arrays.memory[k]) / GIB for k in MEMORY_KEYS},
@@ -254,6 +255,18 @@ def _result(scenario, gpu, arrays, simulated: _SimulatedStep, comm, fabric, plac
         timeline=timeline,
         details=_result_details(arrays, simulated, comm),
     )
+
+
+def memory_infeasible(need_gib: float, gpu) -> tuple[str, ...]:
+    """``("memory: 922 GiB per GPU needed, 80 GiB on h100-sxm",)`` when ``need_gib`` (the peak
+    of a first-stage GPU) exceeds the GPU's HBM, else ``()``."""
+    if need_gib <= gpu.hbm_gib:
+        return ()
+    return (f"memory: {_gib(need_gib)} per GPU needed, {_gib(gpu.hbm_gib)} on {gpu.slug}",)
+
+
+def _gib(value: float) -> str:
+    return f"{value:,.0f} GiB" if value >= 100 else f"{value:.1f} GiB".replace(".0 GiB", " GiB")
 
 
 def _result_details(arrays, simulated: _SimulatedStep, comm) -> dict:

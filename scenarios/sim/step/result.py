@@ -67,6 +67,10 @@ class StepResult:
         compute; the breakdown's entries of the same names are what stayed exposed.
     memory_headroom_gib : float
         HBM left on that GPU (GiB; negative by how much it does not fit).
+    infeasible : tuple[str, ...]
+        Why the job cannot run as laid out, one line each (``memory: 922 GiB per GPU needed, 80
+        GiB on h100-sxm``); empty when it can. An infeasible job's step time, MFU and time to
+        train describe a job that cannot run: nothing should present them as an answer.
     details : dict
         Intermediate figures (per-layer times, comm bandwidths, bubble fraction...) for the
         "explain" view.
@@ -91,6 +95,12 @@ class StepResult:
     details: dict[str, Any] = field(default_factory=dict, repr=False)
     memory_headroom_gib: float = 0.0
     hidden: dict[str, float] = field(default_factory=dict)
+    infeasible: tuple[str, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the job can run as laid out (no ``infeasible`` reason)."""
+        return not self.infeasible
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers only (no per-link / per-GPU / per-stage arrays: run summaries are stored
@@ -112,6 +122,8 @@ class StepResult:
             "gpus": self.gpus,
             "max_link_utilization": float(self.link_utilization.max(initial=0.0)),
             "details": json_safe(self.details),
+            "feasible": self.feasible,
+            "infeasible": list(self.infeasible),
         }
 
     def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:

@@ -15,7 +15,10 @@ export function init(page) {
       const after = [...body.children].find((r) => Number(r.dataset.index) > point.index);
       body.insertBefore(row, after || null);
     }
-    const cells = point.error
+    // A point whose job does not fit shows why, never a step time or an MFU.
+    const cells = point.infeasible?.length
+      ? [point.gpus?.toLocaleString("en-US"), `does not fit: ${point.infeasible.join("; ")}`, "", ""]
+      : point.error
       ? [point.gpus?.toLocaleString("en-US"), point.error, "", ""]
       : [point.gpus.toLocaleString("en-US"), `${point.step_time_s.toFixed(3)} s`,
          Math.round(point.tokens_per_s).toLocaleString("en-US"), `${(point.mfu * 100).toFixed(1)} %`];
@@ -24,7 +27,8 @@ export function init(page) {
 
   const showPoints = (summary) => { if (Array.isArray(summary?.points)) summary.points.forEach(showPoint); };
   return {
-    state: (run) => showPoints(run.summary),
+    // A page opened mid-run shows the points done so far (the run's stored partial result).
+    state: (run) => { showPoints(run.partial); showPoints(run.summary); },
     partial: (msg) => { if (msg.summary?.point) showPoint(msg.summary.point); },
     status: (msg) => showPoints(msg.summary),
   };
