@@ -148,7 +148,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # TWIN_DB_POOL_MAX=0 for them. The pool requires CONN_MAX_AGE = 0: a connection goes back to the
 # pool at the end of each request.
 TWIN_DB_POOL_MIN = int(os.environ.get("TWIN_DB_POOL_MIN", "0"))  # opened on demand, kept idle 10 min
-TWIN_DB_POOL_MAX = int(os.environ.get("TWIN_DB_POOL_MAX", "10"))
+# A one-shot management command (simulate, migrate, catalog import...) is one thread: a pool only
+# adds its retries and its timeout to a database that is not there, so it connects directly.
+_ONE_SHOT_COMMAND = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] not in (["serve"], ["runserver"])
+TWIN_DB_POOL_MAX = int(os.environ.get("TWIN_DB_POOL_MAX", "0" if _ONE_SHOT_COMMAND else "10"))
 TWIN_DB_POOL_TIMEOUT_S = float(os.environ.get("TWIN_DB_POOL_TIMEOUT_S", "10"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # TWIN_DB_POOL_MAX=0: no pool, a connection per request

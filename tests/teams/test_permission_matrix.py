@@ -69,7 +69,14 @@ def world(catalog_db, django_user_model, job):
     design = make_design(team=alpha, user=users["admin"], name=ALPHA_DESIGN, nodes=8)
     job["parallel"]["dp"] = 8
     scenario = scenario_create(design=design, name=ALPHA_SCENARIO, job=job, what_if={}, user=users["admin"])
-    run = Run.objects.create(scenario=scenario, kind="step", status="succeeded", design_version=1)
+    from scenarios.provenance import RunInputs
+    from scenarios.scenario_file import scenario_to_dict
+    from topology.selectors import catalog_load
+
+    inputs = RunInputs.build(scenario_to_dict(scenario=scenario), design_version=1, catalog=catalog_load())
+    run = Run.objects.create(
+        scenario=scenario, kind="step", status="succeeded", design_version=1, inputs=inputs.to_json()
+    )
     data, dtype, shape = array_to_bytes(np.arange(4, dtype=np.float32))
     RunArray.objects.create(run=run, name="x", dtype=dtype, shape=shape, data=data)
     build = DesignBuild.objects.create(
@@ -305,6 +312,9 @@ DOORS = [
     Door("scenarios:run-kind-data", "get", "run", "view"),
     Door("scenarios:run-array", "get", "run+array", "view"),
     Door("scenarios:run-cancel", "post", "run", "run", ok=(302,)),
+    Door("scenarios:run-rerun", "post", "run", "run", ok=(302,)),
+    Door("scenarios:run-again", "post", "run", "run", ok=(302,)),
+    Door("scenarios:run-scenario-yaml", "get", "run", "view"),
     Door("scenarios:run-delete", "get", "run", "change"),
     Door("scenarios:run-delete", "post", "run", "change", ok=(302,)),
     Door("scenarios:search-apply", "post", "run", "change", data=lambda w: {"layout": "0"}, ok=(302,)),
