@@ -22,7 +22,7 @@ PALETTE = (
 )
 
 
-def figure_layout(title: str, **extra: Any) -> dict[str, Any]:
+def figure_layout(title: str, subtitle: str | None = None, **extra: Any) -> dict[str, Any]:
     """The layout every chart starts from (title top left, margins, font, white background,
     legend at the bottom, 340 px), with ``extra`` keys replacing or adding to it.
 
@@ -61,6 +61,8 @@ def figure_layout(title: str, **extra: Any) -> dict[str, Any]:
         "yaxis": {"automargin": True},
         "height": 340,
     }
+    if subtitle:
+        base["title"]["subtitle"] = {"text": subtitle, "font": {"size": 11, "color": "#5b6472"}}
     base.update(extra)
     return base
 

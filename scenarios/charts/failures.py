@@ -3,7 +3,6 @@ the checkpoint interval and the interruptions by category (the last two also com
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,14 +101,12 @@ def _lost_time_figure(summary: dict[str, Any]) -> go.Figure:
     lost = [(label, hours) for label, hours in lost if hours > 0]
     good_h = _time_s(summary, "goodput") / 3600.0
     total_h = good_h + sum(h for _, h in lost)
-    # The figures go on a second, smaller line: in one line the title ran off a third-width cell.
-    title = (
-        "Lost time by cause<br><span style='font-size:11px;color:#5b6472'>"
-        f"mean per run; {good_h:,.1f} h of {total_h:,.1f} h trained</span>"
-    )
+    # The figures go in the subtitle: in one line the title ran off a third-width cell, and a
+    # second line made with <br> was drawn above the chart's top edge (plotly anchors the first).
     figure = go.Figure(
         layout=figure_layout(
-            title,
+            "Lost time by cause",
+            subtitle=f"mean per run; {good_h:,.1f} h of {total_h:,.1f} h trained",
             xaxis={"title": {"text": "hours lost"}, "gridcolor": "#eee"},
             yaxis={"automargin": True, "autorange": "reversed"},
             showlegend=False,
@@ -172,24 +169,21 @@ def interval_figure(summary: dict[str, Any]) -> go.Figure:
     return figure
 
 
-def _tick(label: str, width: int = 12) -> str:
-    """A category label wrapped on spaces into short lines: six slanted long labels ran off
-    the bottom of the chart."""
-    return "<br>".join(textwrap.wrap(label, width)) or label
-
-
 def interruptions_figure(labels: Sequence[str], summaries: Sequence[dict[str, Any]]) -> go.Figure:
     """Mean interruptions per run by category, one group of bars per run."""
     categories = sorted(
         {c for s in summaries for c in ((s.get("interruptions") or {}).get("by_category") or {})},
         key=lambda c: list(CATEGORY_LABELS).index(c) if c in CATEGORY_LABELS else 99,
     )
+    # Horizontal bars: the category names read in full on the y axis; as x tick labels six of
+    # them in a third-width cell ran into one another.
     figure = go.Figure(
         layout=figure_layout(
             "Interruptions by category (mean per run)",
             barmode="group",
-            xaxis={"automargin": True, "tickangle": 0},
-            yaxis={"title": {"text": "interruptions"}, "gridcolor": "#eee"},
+            xaxis={"title": {"text": "interruptions"}, "gridcolor": "#eee"},
+            yaxis={"automargin": True, "autorange": "reversed"},
+            showlegend=len(summaries) > 1,
         )
     )
     for i, (label, summary) in enumerate(zip(labels, summaries, strict=True)):
@@ -197,10 +191,11 @@ def interruptions_figure(labels: Sequence[str], summaries: Sequence[dict[str, An
         figure.add_trace(
             go.Bar(
                 name=label,
-                x=[_tick(CATEGORY_LABELS.get(c, c)) for c in categories],
-                y=[by.get(c, 0.0) for c in categories],
+                y=[CATEGORY_LABELS.get(c, c) for c in categories],
+                x=[by.get(c, 0.0) for c in categories],
+                orientation="h",
                 marker_color=PALETTE[i % len(PALETTE)],
-                hovertemplate="%{y:,.1f}<extra>" + label + "</extra>",
+                hovertemplate="%{x:,.1f}<extra>" + label + "</extra>",
             )
         )
     return figure

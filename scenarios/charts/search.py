@@ -33,7 +33,12 @@ def search_figure(best: Sequence[dict[str, Any]]) -> go.Figure:
             break
         rows.append(row)
         same.append(0)
-    labels = [layout_label(r) + (f" (+{n} same)" if n else "") for r, n in zip(rows, same, strict=True)]
+    # Two lines per label (degrees, then the rest): on one line the longest ran off the left
+    # edge of a 1024-px page's chart.
+    labels = [
+        layout_label(r).replace(" · ", "<br>", 1) + (f" (+{n} same)" if n else "")
+        for r, n in zip(rows, same, strict=True)
+    ]
     times = [float(r.get("step_time_s") or 0.0) for r in rows]
     mfus = [float(r.get("mfu") or 0.0) for r in rows]
     lo, hi = (min(times), max(times)) if times else (0.0, 1.0)
@@ -50,7 +55,7 @@ def search_figure(best: Sequence[dict[str, Any]]) -> go.Figure:
                 "range": [max(0.0, lo - pad), hi + pad],
             },
             yaxis={"automargin": True, "autorange": "reversed"},
-            height=max(340, 22 * len(rows) + 120),
+            height=max(340, 30 * len(rows) + 120),
         )
     )
     figure.add_trace(

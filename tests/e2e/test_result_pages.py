@@ -128,8 +128,8 @@ def chart_fill(page) -> list[dict]:
 
 
 def chart_overlaps(page) -> list[dict]:
-    """Per chart, the pairs of its legend, title and axis titles whose boxes overlap, and a title
-    or tick labels that run outside the chart's box."""
+    """Per chart, the pairs of its legend, title and axis titles whose boxes overlap, a title or
+    tick labels that run outside the chart's box on any side, and x tick labels that collide."""
     return page.evaluate(
         """() => {
           const box = (el) => el && el.getBoundingClientRect();
@@ -143,12 +143,19 @@ def chart_overlaps(page) -> list[dict]:
             const pairs = [['legend', 'xtitle'], ['legend', 'ytitle'], ['legend', 'title']];
             const cell = box(el);
             // a title or a tick label running past the chart's own box is clipped by the page
-            const outside = (b) => b && b.width && (b.right > cell.right + 1 || b.bottom > cell.bottom + 1);
-            const ticks = Array.from(el.querySelectorAll('.xtick text, .ytick text'), box);
+            const outside = (b) => b && b.width && (b.right > cell.right + 1 || b.bottom > cell.bottom + 1
+              || b.left < cell.left - 1 || b.top < cell.top - 1);
+            const ticks = Array.from(el.querySelectorAll('.xtick text, .ytick text'));
+            const stray = ticks.find((t) => outside(box(t)));
+            // neighbouring x tick labels that run into one another are unreadable
+            const xticks = Array.from(el.querySelectorAll('.xtick text'), box)
+              .filter((b) => b.width).sort((a, b) => a.left - b.left);
+            const crowded = xticks.some((b, i) => i && hit(xticks[i - 1], b));
             return {id: el.dataset.chart,
                     overlaps: [...pairs.filter(([a, b]) => hit(parts[a], parts[b])).map((p) => p.join('/')),
                                ...(outside(parts.title) ? ['title/outside'] : []),
-                               ...(ticks.some(outside) ? ['ticks/outside'] : [])]};
+                               ...(stray ? [`ticks/outside: ${stray.textContent}`] : []),
+                               ...(crowded ? ['xticks/crowded'] : [])]};
           }).filter((c) => c.overlaps.length);
         }"""
     )
