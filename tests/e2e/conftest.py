@@ -249,12 +249,27 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def _page(browser, width: int, height: int):
+    """A page in a fresh context of the given viewport that collects its JavaScript errors."""
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors
+    return context, page
+
+
+@pytest.fixture
+def page(browser):
+    context, page = _page(browser, 1400, 1000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def wide(browser):
+    """A 1440-px-wide page (the screenshots' width); a module whose tests need a signed-in page
+    overrides it with ``wide(wide, site)`` that logs in."""
+    context, page = _page(browser, 1440, 900)
     yield page
     context.close()

@@ -27,15 +27,10 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture
-def wide(browser, site):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.js_errors = []
-    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
-    log_in(page, site.base_url)
-    page.base = site.base_url
-    yield page
-    context.close()
+def wide(wide, site):
+    log_in(wide, site.base_url)
+    wide.base = site.base_url
+    return wide
 
 
 def fill(page, selector: str, value: str) -> None:

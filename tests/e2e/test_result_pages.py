@@ -228,14 +228,9 @@ def test_compare_page_charts_fill_their_cells(sized, runs):
 
 
 @pytest.fixture
-def wide(browser, site):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
-    page.js_errors = []
-    page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
-    log_in(page, site.base_url)
-    yield page
-    context.close()
+def wide(wide, site):
+    log_in(wide, site.base_url)
+    return wide
 
 
 def visible_rows(page) -> list[str]:
