@@ -35,6 +35,8 @@ import pytest
 from tests.e2e.browser import CHROMIUM_ARGS, chromium_path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Where every browser test leaves its screenshots (1440 px wide), to be looked at.
+SHOTS = ROOT / "var" / "screenshots"
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 E2E_USER = "e2e"
@@ -155,10 +157,13 @@ class LiveSite:
 
 
 @contextmanager
-def embedded_site(tmp_path: Path) -> Iterator[LiveSite]:
-    """``manage.py serve`` with SQLite in a temporary TWIN_VAR_DIR and no Redis."""
+def embedded_site(tmp_path: Path, setup: str | None = None) -> Iterator[LiveSite]:
+    """``manage.py serve`` with SQLite in a temporary TWIN_VAR_DIR and no Redis; ``setup`` is
+    Python run in ``manage.py shell`` after the seed (more users, say)."""
     env = base_env(TWIN_VAR_DIR=str(tmp_path / "var"))
     seed(env)
+    if setup:
+        manage(env, "shell", "-c", setup)
     port = free_port()
     server = Server("serve", [PYTHON, "manage.py", "serve", "--port", str(port)], env, tmp_path)
     try:
@@ -166,6 +171,12 @@ def embedded_site(tmp_path: Path) -> Iterator[LiveSite]:
         yield LiveSite(f"http://127.0.0.1:{port}", [server])
     finally:
         server.stop()
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot ``var/screenshots/<name>.png``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def _redis_url_for_e2e(redis_url: str) -> str:

@@ -9,15 +9,12 @@ import json
 import re
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import E2E_PASSWORD, E2E_USER, embedded_site
+from tests.e2e.conftest import E2E_PASSWORD, E2E_USER, SHOTS, embedded_site
 
 pytestmark = pytest.mark.e2e
-
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 def _shot(page, name: str) -> None:

@@ -4,15 +4,13 @@ unknown efficiency key refused with the key and the known keys named."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import base_env, embedded_site, manage
+from tests.e2e.conftest import SHOTS, base_env, embedded_site, manage
 
 pytestmark = pytest.mark.e2e
 
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 ROOT_USER, ROOT_PASSWORD = "root", "pw-root-admin-1"
 
 

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import E2E_DESIGN, embedded_site
-from tests.e2e.test_result_pages import RUN_TIMEOUT_MS, log_in, shot, start_run
+from tests.e2e.conftest import E2E_DESIGN, embedded_site, shot
+from tests.e2e.test_result_pages import RUN_TIMEOUT_MS, log_in, start_run
 
 pytestmark = pytest.mark.e2e
 

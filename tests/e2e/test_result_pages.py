@@ -11,16 +11,13 @@ runs are started through the pages, as a user would.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import E2E_DESIGN, E2E_PASSWORD, E2E_USER, embedded_site
+from tests.e2e.conftest import E2E_DESIGN, E2E_PASSWORD, E2E_USER, SHOTS, embedded_site, shot
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "var" / "screenshots"
 WIDTHS = (1024, 1440, 1920)
 RUN_TIMEOUT_MS = 180_000
 #: How far a chart's drawn width may be from its cell's (borders, rounding).
@@ -97,11 +94,6 @@ def start_run(page, scenario_url: str, kind: str, **options: str) -> str:
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     page.wait_for_selector("#run-page[data-status=succeeded]", timeout=RUN_TIMEOUT_MS)
     return page.url
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")

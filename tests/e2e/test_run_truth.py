@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import E2E_DESIGN, base_env, embedded_site, manage
-from tests.e2e.test_result_pages import log_in, shot
+from tests.e2e.conftest import E2E_DESIGN, base_env, embedded_site, manage, shot
+from tests.e2e.test_result_pages import log_in
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,6 @@ The site runs embedded (``manage.py serve``: SQLite, in-process worker).
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -20,20 +18,12 @@ from tests.e2e.conftest import (
     E2E_DESIGN,
     E2E_PASSWORD,
     E2E_USER,
-    PYTHON,
-    LiveSite,
-    Server,
-    base_env,
-    free_port,
-    manage,
-    seed,
-    wait_for_http,
+    embedded_site,
+    shot,
 )
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "var" / "screenshots"
 VIEWER_PASSWORD = "pw-viewer-flow-1"
 RUN_TIMEOUT_MS = 180_000
 
@@ -45,29 +35,10 @@ TeamMembership.objects.create(team=Team.objects.get(name="E2E team"), user=vera,
 """
 
 
-@contextmanager
-def form_site(tmp_path: Path):
-    env = base_env(TWIN_VAR_DIR=str(tmp_path / "var"))
-    seed(env)
-    manage(env, "shell", "-c", VIEWER)
-    port = free_port()
-    server = Server("serve", [PYTHON, "manage.py", "serve", "--port", str(port)], env, tmp_path)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/login/", server)
-        yield LiveSite(f"http://127.0.0.1:{port}", [server])
-    finally:
-        server.stop()
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    with form_site(tmp_path_factory.mktemp("scenario-form")) as live:
+    with embedded_site(tmp_path_factory.mktemp("scenario-form"), setup=VIEWER) as live:
         yield live
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def log_in(page, base: str, username: str, password: str) -> None:

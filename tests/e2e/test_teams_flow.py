@@ -28,13 +28,12 @@ from tests.e2e.conftest import (
     free_port,
     manage,
     seed,
+    shot,
     wait_for_http,
 )
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "var" / "screenshots"
 PASSWORD = "pw-team-flow-1"
 NEW_DESIGN = "Maria 8k"
 NEW_NODES = "1024"  # 8,192 GPUs: a save of a few seconds, so the progress bar is seen moving
@@ -69,11 +68,6 @@ def team_site(tmp_path: Path):
         yield LiveSite(f"http://127.0.0.1:{port}", [server])
     finally:
         server.stop()
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def log_in(page, base: str, username: str, password: str = PASSWORD) -> None:
