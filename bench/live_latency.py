@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,13 +23,9 @@ import time
 import uuid
 from pathlib import Path
 
+from _servers import free_port, start_daphne
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def setup_environment(var_dir: str) -> dict[str, str]:
@@ -67,25 +61,6 @@ def seed():
         design=make_design(team=team, user=user), name="bench", job=SMALL_JOB, user=user
     )
     return Run.objects.create(scenario=scenario, status="running")
-
-
-def start_daphne(env: dict[str, str], port: int) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "twin.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit(f"daphne did not start: {process.stderr.read().decode(errors='replace')[-2000:]}")
 
 
 RECORDER = """

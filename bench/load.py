@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
+from _servers import free_port, start_daphne
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/twin_load"
@@ -43,12 +43,6 @@ ENDPOINTS = {
     "run (detail)": "/api/runs/{run}/",
     "teams (list)": "/api/teams/",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def admin_url(url: str) -> tuple[str, str]:
@@ -132,29 +126,6 @@ def seed(env: dict[str, str], clients: int) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"load: seeding failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def start_server(env: dict[str, str], port: int) -> subprocess.Popen:
-    import requests
-
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "twin.asgi:application"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/login/", timeout=2).status_code == 200:
-                return server
-        except requests.RequestException:
-            time.sleep(0.3)
-    server.kill()
-    raise SystemExit(f"load: the server did not start:\n{server.stderr.read()[-2000:]}")
 
 
 class ConnectionSampler:
@@ -248,7 +219,7 @@ def main() -> None:
         env = server_environment(args.database_url, args.pool_max, var_dir)
         ids = seed(env, max(counts))
         port = free_port()
-        server = start_server(env, port)
+        server = start_daphne(env, port)
         try:
             paths = {name: path.format(**ids) for name, path in ENDPOINTS.items()}
             base = f"http://127.0.0.1:{port}"
