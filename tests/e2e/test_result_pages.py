@@ -233,8 +233,9 @@ def visible_rows(page) -> list[str]:
 
 
 def test_compare_page_compares(wide, runs):
-    """From the run page's "compare…" link (its run ticked) to a table whose results stay under
-    "only rows that differ", in words, against a baseline the user picks."""
+    """From the run page's "compare…" link (its run ticked) to a table that shows only the rows
+    that differ until asked for all (results always stay), in words, against a baseline the
+    user picks."""
     step_id, what_if_id = (re.search(r"/runs/(\d+)/", runs[k]).group(1) for k in ("step", "what_if"))
     wide.goto(runs["what_if"])
     wide.click("text=compare…")
@@ -246,12 +247,15 @@ def test_compare_page_compares(wide, runs):
     wide.wait_for_selector("[data-compare]")
     header = wide.inner_text("[data-compare] thead")
     assert f"#{what_if_id}" in header and "baseline" in header
+    # Only the rows that differ by default (the settings of two runs are some hundred rows).
+    assert wide.is_checked("[data-only-diff]")
+    kept = visible_rows(wide)
+    wide.uncheck("[data-only-diff]")
+    everything = visible_rows(wide)
     table = wide.inner_text("[data-compare]")
     assert "Straggler spread" in table and "FFN hidden size" in table and "1.0 T" in table
     assert "job." not in table and "what_if." not in table
-    everything = visible_rows(wide)
     wide.check("[data-only-diff]")
-    kept = visible_rows(wide)
     assert {"Step time", "MFU", "Tokens/s", "Memory per GPU", "Straggler spread"} <= set(kept), kept
     assert "FFN hidden size" not in kept and len(kept) < len(everything)
     # Columns: the what-if (ticked first), then the plain run. The straggler what-if is slower.

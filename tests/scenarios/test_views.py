@@ -468,6 +468,9 @@ def test_compare_keeps_result_rows_under_only_rows_that_differ(client, user, sce
     assert re.search(r'<tr class="same result">\s*<th scope="row">Step time</th>', html)
     css = (Path(__file__).resolve().parents[2] / "static/css/live.css").read_text()
     assert ".compare.only-diff tr.same.setting { display: none; }" in css
+    # The filter is on when the page opens: equal settings are some hundred rows of noise.
+    assert 'class="list compare only-diff"' in html
+    assert re.search(r"<input [^>]*data-only-diff[^>]* checked", html)
 
 
 def test_compare_shows_small_changes_against_the_chosen_baseline(client, user, scenario):
