@@ -62,6 +62,24 @@ def _mw(value: float) -> str:
     return f"{value:,.2f} MW" if abs(value) < 100 else f"{value:,.0f} MW"
 
 
+def _storage(summary: dict[str, Any], key: str) -> Any:
+    return (summary.get("storage") or {}).get(key)
+
+
+def _storage_text(joules: float) -> str:
+    return f"{joules:,.0f} J"
+
+
+def _ramp_limit_text(storage: dict[str, Any]) -> str:
+    """ "met", or how much storage per GPU the limit would need (the rest passed through)."""
+    if storage["ramp_limit_met"]:
+        return "met"
+    return (
+        f"not met: {storage['configured_j_per_gpu']:,.0f} J per GPU, "
+        f"{storage['needed_j_per_gpu']:,.0f} J needed ({storage['short_racks']:,} racks short)"
+    )
+
+
 class PowerKind(RunKind):
     name = "power"
     label = "Power"
@@ -88,6 +106,18 @@ class PowerKind(RunKind):
         ),
         Figure("feeds_over_limit", "Feeds over their limit", count, lower_is_better=True),
         Figure("racks_over_budget", "Racks over budget", count, lower_is_better=True),
+        Figure(
+            "storage_used_j_per_gpu",
+            "Rack storage used per GPU",
+            _storage_text,
+            pick=lambda s: _storage(s, "used_j_per_gpu"),
+        ),
+        Figure(
+            "storage_ramp_limit_met",
+            "Grid ramp limit",
+            _ramp_limit_text,
+            pick=lambda s: None if _storage(s, "ramp_limit_met") is None else s["storage"],
+        ),
         Figure("event_source", "Job events from", str, live=False),
     )
     state_keys = ("racks_aligned",)

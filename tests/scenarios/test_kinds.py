@@ -176,3 +176,27 @@ def test_search_table_folds_identical_predictions_and_explains_the_winner(scenar
     assert top["why"] == "" or " s " in top["why"]
     page = spec.results_context(Run(kind="search", summary=summary))
     assert page["layouts"][0]["texts"]["step_time"].endswith(" s") and page["own_label"].startswith("tp")
+
+
+def test_power_summary_says_whether_the_ramp_limit_was_met():
+    """A storage too small for the grid's ramp limit is said on the run page, with what it needs."""
+    from scenarios.kinds import run_kind
+
+    spec = run_kind("power")
+    short = {
+        "storage": {
+            "used_j_per_gpu": 65.0,
+            "configured_j_per_gpu": 65.0,
+            "needed_j_per_gpu": 2067.4,
+            "short_racks": 12,
+            "ramp_limit_met": False,
+        }
+    }
+    texts = {f["label"]: f["text"] for f in spec.summary_figures(short)}
+    assert texts["Grid ramp limit"] == "not met: 65 J per GPU, 2,067 J needed (12 racks short)"
+    assert texts["Rack storage used per GPU"] == "65 J"
+    met = {"storage": {**short["storage"], "ramp_limit_met": True}}
+    assert {f["label"]: f["text"] for f in spec.summary_figures(met)}["Grid ramp limit"] == "met"
+    no_limit = {"storage": {**short["storage"], "ramp_limit_met": None}}
+    assert "Grid ramp limit" not in {f["label"] for f in spec.summary_figures(no_limit)}
+    assert "Grid ramp limit" not in {f["label"] for f in spec.summary_figures({"storage": None})}

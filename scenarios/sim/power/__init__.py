@@ -296,8 +296,12 @@ def _storage(
 
     The grid side of every rack is the trailing mean of its demand over ``window`` samples: a
     step ``dP`` then ramps at ``dP / window`` and the storage covers the triangle
-    ``dP^2 / (2 R)``. With ``ramp_mw_per_s`` the window is the facility swing over that ramp; with
-    only ``joules_per_gpu`` it is the longest window the smallest storage can serve (bisection).
+    ``dP^2 / (2 R)``. With ``ramp_mw_per_s`` the window is the facility swing over that ramp;
+    with ``joules_per_gpu`` it is at most the longest window the smallest storage can serve
+    (bisection). Both given and the storage too small for the ramp: the grid side is the one the
+    configured storage can deliver (its charge stays within its capacity; what it cannot cover
+    passes through, so the facility ramps faster than the limit), and the figures say the limit
+    is not met and what the ramp would need.
     """
     gpus = counts[:, :-1].sum(axis=1)
     unique, inverse = np.unique(counts, axis=0, return_inverse=True)
@@ -309,31 +313,41 @@ def _storage(
         need, out = _storage_need_j(unique, series - grid, dt_s, eta)
         return grid, need, out
 
+    def worst_j_per_gpu(need: np.ndarray) -> float:
+        return float((need / np.maximum(unique_gpus, 1)).max(initial=0.0))
+
     ramp = spec.storage.ramp_mw_per_s
+    configured = spec.storage.joules_per_gpu
+    longest = series.shape[1]
     if ramp is not None:
-        window = max(int(np.ceil(swing_mw / ramp / dt_s - 1e-9)), 1)  # float noise of an exact ratio
-    else:
-        lo, hi = 1, series.shape[1]
+        longest = max(int(np.ceil(swing_mw / ramp / dt_s - 1e-9)), 1)  # float noise of an exact ratio
+    asked_need = need_for(longest)[1] if ramp is not None else None
+    window = longest
+    if configured > 0 and (asked_need is None or worst_j_per_gpu(asked_need) > configured):
+        lo, hi = 1, longest
         while lo < hi:  # bisection over the window length (~20 steps), each vectorized
             mid = (lo + hi + 1) // 2
-            worst = float((need_for(mid)[1] / np.maximum(unique_gpus, 1)).max(initial=0.0))
-            if worst <= spec.storage.joules_per_gpu:
+            if worst_j_per_gpu(need_for(mid)[1]) <= configured:
                 lo = mid
             else:
                 hi = mid - 1
         window = lo
     grid, need, discharged = need_for(window)
-    rack_need = need[inverse.ravel()]
+    asked = need if asked_need is None else asked_need
+    rack_need = asked[inverse.ravel()]
     per_gpu_need = np.divide(rack_need, gpus, out=np.zeros_like(rack_need), where=gpus > 0)
+    rack_used = need[inverse.ravel()]
+    per_gpu_used = np.divide(rack_used, gpus, out=np.zeros_like(rack_used), where=gpus > 0)
     rt = spec.storage.round_trip_efficiency
     loss_w = discharged[inverse.ravel()].sum() * (1.0 - rt) / rt / (series.shape[1] * dt_s)
-    configured = spec.storage.joules_per_gpu
     figures = {
         "window_s": window * dt_s,
         "needed_j_per_gpu": float(per_gpu_need.max(initial=0.0)),
         "needed_kj_per_rack_max": float(rack_need.max(initial=0.0) / 1000.0),
+        "used_j_per_gpu": float(per_gpu_used.max(initial=0.0)),
         "configured_j_per_gpu": configured,
         "short_racks": int(np.sum(per_gpu_need > configured)) if configured > 0 else 0,
+        "ramp_limit_met": None if ramp is None else bool(window >= longest),
         "loss_kw": loss_w / 1000.0,
         "rack_needed_kj": rack_need / 1000.0,
     }

@@ -227,6 +227,34 @@ def test_power_storage_capacity_sets_the_window_when_no_ramp_is_given():
     assert result.facility["max_ramp_mw_per_s"] == pytest.approx(1.0 / 0.501)
 
 
+def test_power_storage_too_small_for_the_ramp_limit_delivers_what_it_holds():
+    # The crash above (dP = 1 MW over 1,000 GPUs) under a 0.5 MW/s limit needs 999.5 J per GPU.
+    # With 250.2 J the storage can hold the grid to a 501-sample mean (250 J used, hand-computed
+    # as in the test above): the rest passes through, so the facility ramps at 1 / 0.501 MW/s,
+    # not at the limit, and the figures say the limit is not met and what it would need.
+    tl = timeline([[("forward", 0.01)]], gpu_stage=[0] * 1000)
+    inputs = make_inputs(tl, [0] * 1000, n_racks=1, level_w=levels(forward=1000.0), idle_w=0.0)
+    events = [{"kind": "crash", "at_s": 1.0, "duration_s": 100.0}]
+
+    def run(joules):
+        return simulate_power(
+            inputs,
+            spec(window_s=5.0, events=events, storage={"ramp_mw_per_s": 0.5, "joules_per_gpu": joules}),
+        )
+
+    small = run(250.2)
+    assert small.storage["needed_j_per_gpu"] == pytest.approx(999.5)
+    assert small.storage["used_j_per_gpu"] == pytest.approx(250.0)
+    assert small.storage["used_j_per_gpu"] <= small.storage["configured_j_per_gpu"]
+    assert small.storage["short_racks"] == 1 and small.storage["ramp_limit_met"] is False
+    assert small.storage["window_s"] == pytest.approx(0.501)
+    assert small.facility["max_ramp_mw_per_s"] == pytest.approx(1.0 / 0.501)
+    enough = run(1000.0)
+    assert enough.storage["ramp_limit_met"] is True and enough.storage["short_racks"] == 0
+    assert enough.storage["used_j_per_gpu"] == pytest.approx(999.5)
+    assert enough.facility["max_ramp_mw_per_s"] == pytest.approx(0.5)
+
+
 # --- job events and the coarse timeline ---------------------------------------------------------
 
 
