@@ -82,7 +82,7 @@ class FailuresKind(RunKind):
         Figure("mttf_hours", "Mean time to failure", lambda v: f"{v:.2f} h", lower_is_better=False),
         Figure("checkpoint_interval_min", "Checkpoint interval", _minutes),
         Figure("optimal_checkpoint_interval_min", "Optimal interval (Young/Daly)", _minutes),
-        Figure("closed_form_etr", "ETTR, first-order closed form", percent),
+        Figure("closed_form_etr", "ETTR, closed form (Daly)", percent),
         Figure("trials", "Trials", count, live=False),
     )
     state_keys = ("warnings",)
