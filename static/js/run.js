@@ -81,10 +81,19 @@ function setPartial(figures) {
   if (shown) renderFigures($("[data-partial]"), figures);
 }
 
+// What the result itself says of its limits (e.g. the failures closed form outside its regime).
+function setWarnings(warnings) {
+  const list = $("[data-warnings]");
+  const shown = Array.isArray(warnings) ? warnings : [];
+  list.replaceChildren(...shown.map((text) => Object.assign(document.createElement("li"), { textContent: text })));
+  list.hidden = shown.length === 0;
+}
+
 function applyState(run) {
   setProgress(run.progress, run.stage);
   setStatus(run.status, run.status_label, run.error);
   renderFigures($("[data-summary]"), run.figures);
+  setWarnings(run.summary?.warnings);
   setPartial(run.partial_figures);
   for (const [name, values] of Object.entries(run.rack_values || {})) floor.setValues(name, values);
   kind.state?.(run);
@@ -114,6 +123,7 @@ const live = new LiveSocket(urls.live, {
     else if (msg.stage !== undefined) $("[data-stage]").textContent = msg.stage;
     setStatus(msg.status, msg.status_label, msg.error);
     renderFigures($("[data-summary]"), msg.figures);
+    setWarnings(msg.summary?.warnings);
     setPartial(null);
     kind.status?.(msg);
   },

@@ -905,3 +905,24 @@ def test_apply_this_layout_applies_it_to_the_job_as_it_ran(client, user, scenari
     client.post(reverse("scenarios:search-apply", args=[search.pk]), {"layout": "0"})
     applied = Scenario.objects.exclude(pk=scenario.pk).get()
     assert applied.job["global_batch"] == ran_batch and applied.name.startswith("Baseline · tp4 pp2 dp8")
+
+
+def test_run_page_shows_what_the_result_says_of_its_limits(client, user, scenario):
+    """A failures run outside the closed form's regime says so on its page (it only sat in the
+    summary JSON); a run without warnings shows no empty box."""
+    warned = Run.objects.create(
+        scenario=scenario,
+        kind="failures",
+        status=RunStatus.SUCCEEDED,
+        progress=1.0,
+        summary={"etr": 0.8, "warnings": ["closed form: its ETTR 0.900 differs from the simulated 0.800"]},
+    )
+    client.force_login(user)
+    html = client.get(warned.get_absolute_url()).content.decode()
+    warning = "closed form: its ETTR 0.900 differs from the simulated 0.800"
+    assert f'<ul class="warnings" data-warnings><li>{warning}</li>' in html
+    plain = _succeeded_run(scenario, step_time_s=1.0)
+    assert (
+        '<ul class="warnings" data-warnings hidden></ul>'
+        in client.get(plain.get_absolute_url()).content.decode()
+    )
