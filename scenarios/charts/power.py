@@ -131,6 +131,23 @@ def spectrum_figure(facility_mw: np.ndarray, dt_s: float, summary: dict[str, Any
             annotation_text=text,
             annotation_position="top left",
         )
+    # Where utilities have reported oscillations, with the draw's variance near each: traces,
+    # not add_vline (on a log axis a shape's annotation lands at log10(x) and stretches it).
+    top, bottom = float(amplitude.max(initial=1.0)), float(amplitude.min(initial=1e-6))
+    for mark in (summary.get("grid") or {}).get("oscillations") or []:
+        if mark.get("share") is None:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[mark["hz"], mark["hz"]],
+                y=[max(bottom, top * 1e-6), top],
+                mode="lines",
+                name=f"{mark['hz']:g} Hz (reported): {mark['share']:.0%} of the variance near it",
+                line={"color": "#b26a00", "dash": "dot"},
+                hovertext=mark.get("source"),
+                hoverinfo="text",
+            )
+        )
     return figure
 
 

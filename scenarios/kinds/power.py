@@ -62,6 +62,26 @@ def _mw(value: float) -> str:
     return f"{value:,.2f} MW" if abs(value) < 100 else f"{value:,.0f} MW"
 
 
+def _grid(summary: dict[str, Any], verdict: str) -> dict[str, Any] | None:
+    """The grid check when it gave ``verdict`` (None: no such requirement, or an older run)."""
+    grid = summary.get("grid") or {}
+    return grid if grid.get(verdict) is not None else None
+
+
+def _ramp_check_text(grid: dict[str, Any]) -> str:
+    word = "met" if grid["ramp_ok"] else "not met"
+    return (
+        f"{word}: {_mw(grid['minute_swing_mw'])} within a minute ({grid['minute_swing_over']}), "
+        f"limit {grid['ramp_limit_mw_per_min']:,.2f} MW/min"
+    )
+
+
+def _band_check_text(grid: dict[str, Any]) -> str:
+    word = "met" if grid["band_ok"] else "not met"
+    share, cap = percent(grid["band_share"], 0), percent(grid["band_share_max"], 0)
+    return f"{word}: {share} of the variance in the band, cap {cap}"
+
+
 def _storage(summary: dict[str, Any], key: str) -> Any:
     return (summary.get("storage") or {}).get(key)
 
@@ -118,6 +138,8 @@ class PowerKind(RunKind):
             _ramp_limit_text,
             pick=lambda s: None if _storage(s, "ramp_limit_met") is None else s["storage"],
         ),
+        Figure("grid_ramp", "Utility ramp limit", _ramp_check_text, pick=lambda s: _grid(s, "ramp_ok")),
+        Figure("grid_band", "Utility band cap", _band_check_text, pick=lambda s: _grid(s, "band_ok")),
         Figure("event_source", "Job events from", str, live=False),
     )
     state_keys = ("racks_aligned",)

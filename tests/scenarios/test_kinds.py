@@ -200,3 +200,22 @@ def test_power_summary_says_whether_the_ramp_limit_was_met():
     no_limit = {"storage": {**short["storage"], "ramp_limit_met": None}}
     assert "Grid ramp limit" not in {f["label"] for f in spec.summary_figures(no_limit)}
     assert "Grid ramp limit" not in {f["label"] for f in spec.summary_figures({"storage": None})}
+
+
+def test_power_summary_says_whether_the_utility_requirement_is_met():
+    from scenarios.kinds import run_kind
+
+    grid = {
+        "ramp_limit_mw_per_min": 5.0,
+        "minute_swing_mw": 12.0,
+        "minute_swing_over": "job's life",
+        "ramp_ok": False,
+        "band_share_max": 0.2,
+        "band_share": 0.04,
+        "band_ok": True,
+    }
+    texts = {f["label"]: f["text"] for f in run_kind("power").summary_figures({"grid": grid})}
+    assert texts["Utility ramp limit"] == "not met: 12.00 MW within a minute (job's life), limit 5.00 MW/min"
+    assert texts["Utility band cap"] == "met: 4 % of the variance in the band, cap 20 %"
+    no_limit = {"grid": {**grid, "ramp_ok": None}}
+    assert "Utility ramp limit" not in {f["label"] for f in run_kind("power").summary_figures(no_limit)}

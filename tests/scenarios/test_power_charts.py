@@ -48,3 +48,26 @@ def test_chart_legends_sit_at_the_figure_edge_not_on_the_axis_titles():
     legend = figure_layout("any")["legend"]
     assert legend["yref"] == "container" and legend["y"] == 0 and legend["yanchor"] == "bottom"
     assert figure_layout("any")["title"]["automargin"] is True
+
+
+def test_spectrum_marks_the_reported_oscillations_with_the_variance_near_each():
+    from scenarios.charts.power import spectrum_figure
+
+    t = np.arange(4000) * 0.001
+    facility = 10.0 + np.sin(2 * np.pi * 23.0 * t)
+    summary = {
+        "band_hz": [0.1, 20.0],
+        "grid": {
+            "oscillations": [
+                {"hz": 14.7, "share": 0.0, "source": "Dominion Energy"},
+                {"hz": 23.0, "share": 0.97, "source": "ERCOT 2024"},
+                {"hz": 400.0, "share": None, "source": "beyond Nyquist"},
+            ]
+        },
+    }
+    figure = spectrum_figure(facility, 0.001, summary)
+    marks = [trace for trace in figure.data if "reported" in (trace.name or "")]
+    assert [trace.x[0] for trace in marks] == [14.7, 23.0]
+    assert marks[1].name == "23 Hz (reported): 97% of the variance near it"
+    assert marks[1].hovertext == "ERCOT 2024"
+    assert not figure.layout.shapes or all(s.type == "rect" for s in figure.layout.shapes)  # no vline

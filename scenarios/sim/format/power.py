@@ -70,6 +70,24 @@ PUE = 1.2
 #: Frequency band of concern to the utility (Hz). Choukse et al. 2025, Sec. 3: an example
 #: critical range of 0.1-20 Hz, with the spectral energy in it capped at 20 % of the total.
 BAND_HZ = (0.1, 20.0)
+BAND_SHARE_MAX = 0.20
+#: Frequencies at which utilities have reported oscillations driven by large electronic loads
+#: (Hz), each with its report: the run marks the facility draw's variance near each.
+OSCILLATIONS_HZ = (
+    (
+        14.7,
+        "Dominion Energy: 14.7-14.8 Hz oscillations from a data center in synchrophasor data "
+        "(IEEE PES lecture 'Unforeseen data center oscillations in Dominion Energy's grid', 2025)",
+    ),
+    (
+        23.0,
+        "ERCOT 2024: 23 Hz oscillations near a large electronic load above ~320 MW "
+        "(Fan et al., arXiv:2605.17190, May 2026)",
+    ),
+)
+#: Half width of the band counted as "near" a reported frequency (Hz). Assumed: the reports
+#: give the modes to about 0.1 Hz; 0.5 Hz also catches a step rate that drifts by a few %.
+OSCILLATION_HALF_WIDTH_HZ = 0.5
 #: Length of a synchronous checkpoint stall (s). Derived: a 405B-parameter job writes 14 bytes
 #: per parameter (bf16 weights, fp32 master weights, two fp32 Adam moments), 5.7 TB, in ~10 s at
 #: an assumed ~0.6 TB/s aggregate storage write bandwidth.
@@ -152,6 +170,25 @@ POWER = Section(
             help="blank = the smallest that costs at most 2 % of a step",
         ),
         Field("pue", "PUE", "float", default=PUE, lo=1.0, hi=3.0, help="facility power / IT power"),
+        Field(
+            "grid_ramp_mw_per_min",
+            "Utility ramp limit",
+            "float",
+            lo=0.0,
+            lo_open=True,
+            hi=1e6,
+            unit="MW/min",
+            help="the utility's limit on the rise or fall of the draw within a minute; blank = none",
+        ),
+        Field(
+            "band_share_max",
+            "Utility band cap",
+            "float",
+            default=BAND_SHARE_MAX,
+            lo=0.0,
+            hi=1.0,
+            help="the utility's cap on the share of the draw's variance in the band (0.2 = 20 %)",
+        ),
         Field(
             "coarse_resolution_s",
             "Event timeline resolution",
@@ -289,6 +326,8 @@ class PowerSpec:
     pue: float
     band_hz: tuple[float, float]
     coarse_resolution_s: float
+    grid_ramp_mw_per_min: float | None = None
+    band_share_max: float = BAND_SHARE_MAX
 
     @property
     def samples(self) -> int:
@@ -318,6 +357,8 @@ class PowerSpec:
             "pue": self.pue,
             "band_hz": list(self.band_hz),
             "coarse_resolution_s": self.coarse_resolution_s,
+            "grid_ramp_mw_per_min": self.grid_ramp_mw_per_min,
+            "band_share_max": self.band_share_max,
         }
 
 
@@ -446,6 +487,8 @@ def parse_power(data: Any) -> PowerSpec:
         pue=values["pue"],
         band_hz=_band(data.get("band_hz"), resolution_ms),
         coarse_resolution_s=values["coarse_resolution_s"],
+        grid_ramp_mw_per_min=values["grid_ramp_mw_per_min"],
+        band_share_max=values["band_share_max"],
     )
 
 

@@ -27,6 +27,8 @@ import numpy as np
 
 from scenarios.sim.format.power import (
     EVENT_KINDS,
+    OSCILLATION_HALF_WIDTH_HZ,
+    OSCILLATIONS_HZ,
     JobEvents,
     PowerError,
     PowerSpec,
@@ -54,6 +56,7 @@ from scenarios.sim.power.series import (
     gpu_targets_w,
     job_states,
     longest_low_run_s,
+    minute_swing_mw,
     moving_average,
     row_energy_j,
     rows_from_stages,
@@ -354,6 +357,34 @@ def _storage(
     return grid, figures
 
 
+def _grid_check(spec: PowerSpec, run: _Run, dt_s: float, coarse, coarse_mw) -> dict[str, Any]:
+    """The utility's requirement against the facility draw: the largest swing within a minute
+    against the ramp limit (over the job's life when an event log ran, else the window), the
+    band's variance share against its cap, and the variance near each reported oscillation."""
+    swing = minute_swing_mw(run.facility_mw, dt_s=dt_s)
+    over = "window"
+    if coarse_mw is not None and coarse_mw.size:
+        life = minute_swing_mw(coarse_mw, dt_s=float(coarse["resolution_s"]))
+        swing, over = (life, "job's life") if life > swing else (swing, over)
+    limit, share = spec.grid_ramp_mw_per_min, float(run.figures["band_energy_share"])
+    near = []
+    for hz, source in OSCILLATIONS_HZ:
+        band = (hz - OSCILLATION_HALF_WIDTH_HZ, hz + OSCILLATION_HALF_WIDTH_HZ)
+        in_reach = band[1] <= 0.5 / dt_s  # below the Nyquist frequency of the window
+        part, rms = band_share(run.facility_mw, dt_s=dt_s, band_hz=band) if in_reach else (None, None)
+        near.append({"hz": hz, "share": part, "rms_mw": rms, "source": source})
+    return {
+        "ramp_limit_mw_per_min": limit,
+        "minute_swing_mw": swing,
+        "minute_swing_over": over,
+        "ramp_ok": None if limit is None else bool(swing <= limit),
+        "band_share_max": spec.band_share_max,
+        "band_share": share,
+        "band_ok": bool(share <= spec.band_share_max),
+        "oscillations": near,
+    }
+
+
 def _energy_per_step_j(
     inputs: PowerInputs, spec: PowerSpec, run_variant: _Variant, counts, idle_dc_w, loss_w
 ):
@@ -520,6 +551,7 @@ def simulate_power(
     if events is not None:
         coarse, coarse_facility, coarse_rack = _coarse(inputs, spec, configured, job_events(events))
     progress(1.0, "done")
+    grid = _grid_check(spec, configured, window.dt_s, coarse, coarse_facility)
     storage = None
     if configured.storage:
         storage = {k: v for k, v in configured.storage.items() if k != "rack_needed_kj"}
@@ -531,6 +563,7 @@ def simulate_power(
         baseline=dict(base.figures),
         mitigations={name: _mitigation_report(run, base) for name, run in runs.items() if name != "baseline"},
         storage=storage,
+        grid=grid,
         feeds_over_limit=feeds_over_limit(inputs, entities["feed"]),
         racks_over_budget=racks_over_budget(inputs, entities["rack"]),
         counts=_counts(inputs, configured, entities),

@@ -35,6 +35,10 @@ class PowerResult:
         Each configured mitigation alone (and ``combined`` when there are several), with
         ``swing_reduction`` (fraction of the baseline swing), ``extra_mwh_per_day`` (energy for
         one baseline day of training work, minus the baseline's) and ``slowdown`` (fraction).
+    grid : dict
+        The utility's requirement checked: ``minute_swing_mw`` against ``ramp_limit_mw_per_min``
+        (``ramp_ok``), ``band_share`` against ``band_share_max`` (``band_ok``), and
+        ``oscillations``: the variance share and RMS near each reported oscillation frequency.
     facility_mw : ndarray (T,)
         Facility power at ``spec.resolution_ms`` (configured).
     hall_mw : ndarray (H, T)
@@ -56,6 +60,7 @@ class PowerResult:
     baseline: dict[str, Any]
     mitigations: dict[str, dict[str, Any]]
     storage: dict[str, Any] | None
+    grid: dict[str, Any]
     feeds_over_limit: list[dict[str, Any]]
     racks_over_budget: list[dict[str, Any]]
     counts: dict[str, int]
@@ -107,6 +112,7 @@ class PowerResult:
             "baseline": json_safe(self.baseline),
             "mitigations": json_safe(self.mitigations),
             "storage": json_safe(self.storage),
+            "grid": json_safe(self.grid),
             "coarse": json_safe(self.coarse),
         }
         if arrays:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from scenarios.sim.format.power import CAP_EXPONENT, EVENT_CODES, JobEvents
 from scenarios.sim.step.pipeline import PHASE_CODES, PHASE_KINDS
@@ -36,6 +37,7 @@ __all__ = [
     "gpu_targets_w",
     "job_states",
     "longest_low_run_s",
+    "minute_swing_mw",
     "moving_average",
     "row_energy_j",
     "rows_from_stages",
@@ -373,6 +375,22 @@ def series_figures(series_mw: np.ndarray, *, dt_s: float) -> dict[str, float]:
         "trough_time_s": trough_at * dt_s,
         "max_ramp_mw_per_s": ramp,
     }
+
+
+def minute_swing_mw(series_mw: np.ndarray, *, dt_s: float) -> float:
+    """Largest rise or fall of the 1-s mean draw within any minute (MW): what a utility's ramp
+    limit in MW/min bounds. The 1-s means drop the step-scale swing a ramp limit does not
+    address (the band cap does); a series shorter than a minute gives its whole range."""
+    series_mw = np.asarray(series_mw, dtype=float)
+    if series_mw.size == 0:
+        return 0.0
+    per_s = block_mean(series_mw, max(round(1.0 / dt_s), 1)) if dt_s < 1.0 else series_mw
+    step_s = max(dt_s, 1.0)
+    span = min(max(round(60.0 / step_s), 1) + 1, per_s.size)  # samples 60 s apart, both ends
+    # centred windows of `span` samples: max - min over every minute of the series
+    high = maximum_filter1d(per_s, span, mode="nearest")
+    low = minimum_filter1d(per_s, span, mode="nearest")
+    return float((high - low).max())
 
 
 def longest_low_run_s(pattern: np.ndarray, dt_s: float) -> float:

@@ -13,7 +13,7 @@ from scenarios.sim.power import (
     job_events,
     simulate_power,
 )
-from scenarios.sim.power.series import band_share, cap_stretch
+from scenarios.sim.power.series import band_share, cap_stretch, minute_swing_mw
 from scenarios.sim.step.pipeline import PHASE_CODES
 from tests.sim.power._helpers import (
     levels,
@@ -281,3 +281,42 @@ def test_band_share_of_pure_tones():
     share, rms = band_share(2.0 * np.sin(2 * np.pi * 50.0 * t), dt_s=0.001, band_hz=(0.1, 20.0))
     assert share == pytest.approx(0.0, abs=1e-12)
     assert band_share(np.ones(100), dt_s=0.001, band_hz=(0.1, 20.0)) == (0.0, 0.0)
+
+
+def test_minute_swing_is_the_largest_rise_within_a_minute_of_one_second_means():
+    # A 10 MW step: 10 MW within the minute around it. A ramp of 0.1 MW/s for 10 minutes:
+    # 6 MW in any minute. Step-scale ripple (+-5 MW at 50 Hz) averages out in the 1-s means.
+    step = np.r_[np.full(30_000, 10.0), np.full(30_000, 20.0)]
+    assert minute_swing_mw(step, dt_s=0.001) == pytest.approx(10.0)
+    assert minute_swing_mw(np.arange(600) * 0.1, dt_s=1.0) == pytest.approx(6.0)
+    t = np.arange(120_000) * 0.001
+    assert minute_swing_mw(100.0 + 5.0 * np.sin(2 * np.pi * 50.0 * t), dt_s=0.001) == pytest.approx(
+        0.0, abs=1e-9
+    )
+
+
+def test_power_run_checks_the_utility_requirement_and_marks_reported_oscillations():
+    # 1,000 GPUs stepping every 1/23 s (23 Hz, ERCOT's reported mode) between 1,000 W and 200 W:
+    # nearly all the variance sits near 23 Hz, none near 14.7 Hz, none in the 0.1-20 Hz band,
+    # and the band cap passes; a crash at 1 s drops ~0.6 MW x PUE within the minute, over a
+    # 0.5 MW/min limit.
+    period = 1.0 / 23.0
+    tl = timeline([[("forward", period / 2), ("comm", period / 2)]], gpu_stage=[0] * 1000)
+    inputs = make_inputs(tl, [0] * 1000, n_racks=1, level_w=levels(forward=1000.0, comm=200.0), idle_w=0.0)
+    steady = simulate_power(inputs, spec(window_s=4.0, grid_ramp_mw_per_min=0.5))
+    near = {o["hz"]: o for o in steady.grid["oscillations"]}
+    assert near[23.0]["share"] > 0.5 and near[14.7]["share"] < 0.01
+    assert "ERCOT" in near[23.0]["source"] and "Dominion" in near[14.7]["source"]
+    assert steady.grid["band_ok"] is True and steady.grid["band_share_max"] == pytest.approx(0.2)
+    assert steady.grid["ramp_ok"] is True
+    crash = simulate_power(
+        inputs,
+        spec(
+            window_s=4.0,
+            grid_ramp_mw_per_min=0.5,
+            events=[{"kind": "crash", "at_s": 1.0, "duration_s": 100.0}],
+        ),
+    )
+    assert crash.grid["minute_swing_mw"] > 0.5 and crash.grid["ramp_ok"] is False
+    assert simulate_power(inputs, spec(window_s=4.0)).grid["ramp_ok"] is None  # no limit, no verdict
+    assert steady.to_dict()["grid"]["oscillations"][1]["hz"] == 23.0
