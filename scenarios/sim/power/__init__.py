@@ -50,6 +50,7 @@ from scenarios.sim.power.series import (
     JobStates,
     RowTimeline,
     band_share,
+    band_shares,
     block_mean,
     capped_rows,
     first_order,
@@ -367,11 +368,12 @@ def _grid_check(spec: PowerSpec, run: _Run, dt_s: float, coarse, coarse_mw) -> d
         life = minute_swing_mw(coarse_mw, dt_s=float(coarse["resolution_s"]))
         swing, over = (life, "job's life") if life > swing else (swing, over)
     limit, share = spec.grid_ramp_mw_per_min, float(run.figures["band_energy_share"])
+    bands = [(hz - OSCILLATION_HALF_WIDTH_HZ, hz + OSCILLATION_HALF_WIDTH_HZ) for hz, _ in OSCILLATIONS_HZ]
+    shares = band_shares(run.facility_mw, dt_s=dt_s, bands_hz=bands)
     near = []
-    for hz, source in OSCILLATIONS_HZ:
-        band = (hz - OSCILLATION_HALF_WIDTH_HZ, hz + OSCILLATION_HALF_WIDTH_HZ)
-        in_reach = band[1] <= 0.5 / dt_s  # below the Nyquist frequency of the window
-        part, rms = band_share(run.facility_mw, dt_s=dt_s, band_hz=band) if in_reach else (None, None)
+    for (hz, source), band, (part, rms) in zip(OSCILLATIONS_HZ, bands, shares, strict=True):
+        if band[1] > 0.5 / dt_s:  # above the Nyquist frequency of the window: not resolved
+            part = rms = None
         near.append({"hz": hz, "share": part, "rms_mw": rms, "source": source})
     return {
         "ramp_limit_mw_per_min": limit,

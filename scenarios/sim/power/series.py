@@ -31,6 +31,7 @@ __all__ = [
     "JobStates",
     "RowTimeline",
     "band_share",
+    "band_shares",
     "block_mean",
     "capped_rows",
     "first_order",
@@ -344,10 +345,17 @@ def band_share(series: np.ndarray, *, dt_s: float, band_hz: tuple[float, float])
     ``sum_{low <= f_k <= high} w_k |X_k|^2 / sum_{k >= 1} w_k |X_k|^2`` (0 for a flat series)
     and the band RMS ``sqrt(sum_band w_k |X_k|^2) / N`` (the series' unit).
     """
+    return band_shares(series, dt_s=dt_s, bands_hz=[band_hz])[0]
+
+
+def band_shares(
+    series: np.ndarray, *, dt_s: float, bands_hz: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """:func:`band_share` of each band, from one transform of the series."""
     x = np.asarray(series, dtype=float)
     n = x.size
     if n < 2:
-        return 0.0, 0.0
+        return [(0.0, 0.0)] * len(bands_hz)
     spectrum = np.abs(np.fft.rfft(x - x.mean())) ** 2
     weight = np.full(spectrum.size, 2.0)
     weight[0] = 1.0
@@ -356,9 +364,11 @@ def band_share(series: np.ndarray, *, dt_s: float, band_hz: tuple[float, float])
     power = spectrum * weight
     freq = np.fft.rfftfreq(n, d=dt_s)
     total = float(power[1:].sum())
-    in_band = float(power[(freq >= band_hz[0]) & (freq <= band_hz[1]) & (freq > 0)].sum())
-    share = in_band / total if total > 0 else 0.0
-    return share, float(np.sqrt(in_band) / n)
+    out = []
+    for low, high in bands_hz:  # a few bands, each a vectorized sum
+        in_band = float(power[(freq >= low) & (freq <= high) & (freq > 0)].sum())
+        out.append((in_band / total if total > 0 else 0.0, float(np.sqrt(in_band) / n)))
+    return out
 
 
 def series_figures(series_mw: np.ndarray, *, dt_s: float) -> dict[str, float]:
