@@ -70,6 +70,7 @@ PUE = 1.2
 #: Frequency band of concern to the utility (Hz). Choukse et al. 2025, Sec. 3: an example
 #: critical range of 0.1-20 Hz, with the spectral energy in it capped at 20 % of the total.
 BAND_HZ = (0.1, 20.0)
+#: The cap on that band's share of the variance (Choukse et al. 2025, Sec. 3, as above).
 BAND_SHARE_MAX = 0.20
 #: Frequencies at which utilities have reported oscillations driven by large electronic loads
 #: (Hz), each with its report: the run marks the facility draw's variance near each.

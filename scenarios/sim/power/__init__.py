@@ -320,14 +320,18 @@ def _storage(
     def worst_j_per_gpu(need: np.ndarray) -> float:
         return float((need / np.maximum(unique_gpus, 1)).max(initial=0.0))
 
+    def per_gpu(rack_j: np.ndarray) -> np.ndarray:
+        return np.divide(rack_j, gpus, out=np.zeros_like(rack_j), where=gpus > 0)
+
     ramp = spec.storage.ramp_mw_per_s
     configured = spec.storage.joules_per_gpu
     longest = series.shape[1]
+    asked = None  # the ramp limit's window and its storage need, when a limit is given
     if ramp is not None:
         longest = max(int(np.ceil(swing_mw / ramp / dt_s - 1e-9)), 1)  # float noise of an exact ratio
-    asked_need = need_for(longest)[1] if ramp is not None else None
+        asked = need_for(longest)
     window = longest
-    if configured > 0 and (asked_need is None or worst_j_per_gpu(asked_need) > configured):
+    if configured > 0 and (asked is None or worst_j_per_gpu(asked[1]) > configured):
         lo, hi = 1, longest
         while lo < hi:  # bisection over the window length (~20 steps), each vectorized
             mid = (lo + hi + 1) // 2
@@ -336,12 +340,10 @@ def _storage(
             else:
                 hi = mid - 1
         window = lo
-    grid, need, discharged = need_for(window)
-    asked = need if asked_need is None else asked_need
-    rack_need = asked[inverse.ravel()]
-    per_gpu_need = np.divide(rack_need, gpus, out=np.zeros_like(rack_need), where=gpus > 0)
-    rack_used = need[inverse.ravel()]
-    per_gpu_used = np.divide(rack_used, gpus, out=np.zeros_like(rack_used), where=gpus > 0)
+    grid, need, discharged = asked if asked is not None and window == longest else need_for(window)
+    rack_need = (need if asked is None else asked[1])[inverse.ravel()]
+    per_gpu_need = per_gpu(rack_need)
+    per_gpu_used = per_gpu(need[inverse.ravel()])
     rt = spec.storage.round_trip_efficiency
     loss_w = discharged[inverse.ravel()].sum() * (1.0 - rt) / rt / (series.shape[1] * dt_s)
     figures = {
