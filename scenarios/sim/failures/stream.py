@@ -101,14 +101,15 @@ class EventStream:
             if self.cfg.lemon_slots:  # the only use of a second uniform per event
                 u2.append(gen.random(shape)[:, :count])
         self._drawn()
-        gaps, u1 = np.concatenate(gaps, axis=1), np.concatenate(u1, axis=1)
+        gaps = np.concatenate(gaps, axis=1)
+        self._drawn()
+        u1 = np.concatenate(u1, axis=1)
         u2 = np.concatenate(u2, axis=1) if u2 else np.zeros_like(u1)
+        self._drawn()
         if self.columns is not None:
             gaps, u1, u2 = gaps[:, self.columns], u1[:, self.columns], u2[:, self.columns]
-        if self.total > 0:
-            times = self.t_last + np.cumsum(gaps * self.scale, axis=0)
-        else:
-            times = np.full((BATCH_EVENTS, self.t_last.size), np.inf)
+            self._drawn()
+        times = self._event_times(gaps)
         self.t_last = times[-1]
         self._drawn()
         self.batch = self._decoded_slices(times, u1, u2)
@@ -117,6 +118,20 @@ class EventStream:
     def _drawn(self) -> None:
         if self.on_draw is not None:
             self.on_draw()
+
+    def _event_times(self, gaps: np.ndarray) -> np.ndarray:
+        """Absolute event times of the batch: each trial's cumulative gaps after its last event,
+        in slices of trials with ``on_draw`` between them (a cumsum over 100k trials took about
+        a second, which a cancel had to wait for). Column by column, so the same times."""
+        if self.total <= 0:
+            return np.full((BATCH_EVENTS, self.t_last.size), np.inf)
+        times = np.empty_like(gaps)
+        width = DRAW_SLICE_BLOCKS * BLOCK_TRIALS
+        for start in range(0, gaps.shape[1], width):  # slices of thousands of trials
+            cut = slice(start, start + width)
+            times[:, cut] = self.t_last[cut] + np.cumsum(gaps[:, cut] * self.scale, axis=0)
+            self._drawn()
+        return times
 
     def _decoded_slices(self, times, u1, u2) -> list[dict]:
         """The batch decoded in slices of trials (columns; the decoding is element-wise, so the
